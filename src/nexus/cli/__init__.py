@@ -1,0 +1,18 @@
+"""The `nexus` command: thin typer layer over the library (parse, build settings, call)."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from nexus.cli import bench, data
+
+app = typer.Typer(help="Nexus: fast tool routing for agentic LLMs with large MCP registries.", no_args_is_help=True)
+app.add_typer(data.app, name="data")
+app.add_typer(bench.app, name="bench")
+
+
+@app.callback()
+def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="log at INFO to stderr")) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

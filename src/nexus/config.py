@@ -1,0 +1,31 @@
+"""One configuration tree, read from the environment (prefix NEXUS_) when it is built, never at import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """All knobs of Nexus. Example: `NEXUS_EMBEDDER=/models/bge-small nexus bench routing ...`."""
+
+    model_config = SettingsConfigDict(env_prefix="NEXUS_", env_nested_delimiter="__", extra="ignore")
+
+    cache_dir: Path = Field(Path(".nexus-cache"), description="where indexes and trained models are kept")
+    embedder: str | None = Field(None, description="sentence-transformers folder; default: packaged all-MiniLM-L6-v2")
+    lexical_weight: float = Field(0.3, description="weight of the BM25 channel in the SLB's fused score")
+    name_bonus: float = Field(1.0, description="score added when the turn names a tool exactly")
+    top_k: int = Field(10, description="SLB candidates handed to the gate")
+    data_dir: Path = Field(Path("../shared/data"), description="BFCL / MCP evaluation data (read-only)")
+    servers_dir: Path = Field(Path(".servers"), description="where `make setup` installed the demo MCP servers")
+    llm_model: str | None = Field(None, description="GGUF path; default: the packaged Gemma 3 270M Q4_K_M")
+    llm_backend: str = Field("llama-cpp", description="llama-cpp | openai")
+    openai_base_url: str = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible server for llm_backend=openai")
+    openai_model: str = Field("local", description="model name sent to the OpenAI-compatible server")
+    n_ctx: int = Field(8192, description="LLM context window used by the llama.cpp backend")
+    n_threads: int = Field(2, description="CPU threads for llama.cpp")
+
+    def index_path(self) -> Path:
+        return self.cache_dir / "slb.idx"

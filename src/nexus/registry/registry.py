@@ -1,0 +1,106 @@
+"""A dict-backed registry of tools from many sources, with collision namespacing and diffs."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from nexus.errors import NexusError
+from nexus.registry.tool import Tool
+
+
+@dataclass(frozen=True)
+class RegistryDiff:
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.updated)
+
+
+@dataclass
+class Registry:
+    """Tools keyed by their public name.
+
+    A name offered by two sources is never dropped: both copies are published as
+    `origin.name`. The key may therefore change when a colliding source arrives;
+    `Tool.name` always keeps the name the server itself knows.
+
+    >>> r = Registry()
+    >>> _ = r.set_source("a", [Tool("ping", "", {"type": "object"}, "a")])
+    >>> _ = r.set_source("b", [Tool("ping", "", {"type": "object"}, "b")])
+    >>> sorted(r.keys())
+    ['a.ping', 'b.ping']
+    """
+
+    _sources: dict[str, dict[str, Tool]] = field(default_factory=dict)
+    _by_key: dict[str, Tool] = field(default_factory=dict)
+
+    def set_source(self, origin: str, tools: Iterable[Tool]) -> RegistryDiff:
+        """Replace everything from `origin` with `tools` and return what changed (by key and hash)."""
+        tools = list(tools)
+        names = [t.name for t in tools]
+        if len(set(names)) != len(names):
+            raise NexusError(f"source {origin!r}: duplicate tool names")
+        before = {k: t.content_hash for k, t in self._by_key.items()}
+        self._sources[origin] = {t.name: t for t in tools}
+        self._rebuild()
+        return self._diff(before)
+
+    def remove_source(self, origin: str) -> RegistryDiff:
+        before = {k: t.content_hash for k, t in self._by_key.items()}
+        self._sources.pop(origin, None)
+        self._rebuild()
+        return self._diff(before)
+
+    def _rebuild(self) -> None:
+        owners: dict[str, list[str]] = {}
+        for origin, tools in self._sources.items():
+            for name in tools:
+                owners.setdefault(name, []).append(origin)
+        self._by_key = {}
+        for origin, tools in self._sources.items():
+            for name, tool in tools.items():
+                key = name if len(owners[name]) == 1 else f"{origin}.{name}"
+                self._by_key[key] = tool
+
+    def _diff(self, before: dict[str, str]) -> RegistryDiff:
+        after = {k: t.content_hash for k, t in self._by_key.items()}
+        return RegistryDiff(
+            added=tuple(sorted(after.keys() - before.keys())),
+            removed=tuple(sorted(before.keys() - after.keys())),
+            updated=tuple(sorted(k for k in after.keys() & before.keys() if after[k] != before[k])),
+        )
+
+    def get(self, key: str) -> Tool:
+        try:
+            return self._by_key[key]
+        except KeyError:
+            raise NexusError(f"no tool {key!r} in the registry") from None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_key)
+
+    def keys(self) -> list[str]:
+        return list(self._by_key)
+
+    def items(self) -> list[tuple[str, Tool]]:
+        return list(self._by_key.items())
+
+    def sources(self) -> list[str]:
+        return list(self._sources)
+
+    def content_hash(self) -> str:
+        h = hashlib.sha256()
+        for key in sorted(self._by_key):
+            h.update(f"{key}\0{self._by_key[key].content_hash}\n".encode())
+        return h.hexdigest()

