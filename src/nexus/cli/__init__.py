@@ -6,11 +6,12 @@ import logging
 
 import typer
 
-from nexus.cli import bench, data
+from nexus.cli import bench, data, servers
 
 app = typer.Typer(help="Nexus: fast tool routing for agentic LLMs with large MCP registries.", no_args_is_help=True)
 app.add_typer(data.app, name="data")
 app.add_typer(bench.app, name="bench")
+app.add_typer(servers.app, name="servers")
 
 
 @app.callback()

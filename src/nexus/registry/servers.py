@@ -1,0 +1,382 @@
+"""Live MCP servers: the standard `mcpServers` config, connected through the official `mcp` SDK.
+
+A config names servers the way MCP hosts do:
+
+    {"mcpServers": {"time": {"command": "mcp-server-time", "args": [], "env": {}},
+                    "remote": {"url": "http://127.0.0.1:8000/mcp", "type": "streamable-http"}}}
+
+`McpHub` starts every server concurrently, lists its tools (following pagination) and keeps the
+sessions open so tools can be called later. A server that is missing, crashes or hangs becomes a
+`ServerError` in its `ServerStatus` and contributes no tools; the other servers still load.
+
+>>> specs = parse_servers_config({"mcpServers": {"t": {"command": "mcp-server-time"}}}, "demo.json")
+>>> specs["t"].command, specs["t"].args
+('mcp-server-time', [])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nexus.errors import ConfigError, ServerError, ToolLoadError
+from nexus.registry.files import read_json
+from nexus.registry.registry import Registry, RegistryDiff
+from nexus.registry.tool import Tool, check_tool
+
+STARTUP_TIMEOUT_S = 30.0
+CALL_TIMEOUT_S = 60.0
+MAX_PAGES = 1000  # a server that keeps handing out cursors is broken, not large
+HTTP_KINDS = ("streamable-http", "http", "streamableHttp", "streamable_http")
+
+
+class StdioServer(BaseModel):
+    """A server started as a subprocess that speaks MCP over stdin/stdout."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class HttpServer(BaseModel):
+    """A running server reached over streamable HTTP."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    type: Literal["streamable-http"] = "streamable-http"
+
+
+ServerSpec = StdioServer | HttpServer
+
+
+def parse_servers_config(data: Any, where: str) -> dict[str, ServerSpec]:
+    """Validate a parsed `{"mcpServers": {...}}` mapping; errors name `where` and the server."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("mcpServers"), Mapping):
+        raise ToolLoadError(f'{where}: expected a JSON object {{"mcpServers": {{name: server, ...}}}}')
+    specs: dict[str, ServerSpec] = {}
+    for name, entry in data["mcpServers"].items():
+        here = f"{where}: server {name!r}"
+        if not name or "/" in name or any(c.isspace() for c in name):
+            raise ToolLoadError(f"{here}: a server name must be non-empty, without '/' or spaces")
+        if not isinstance(entry, Mapping):
+            raise ToolLoadError(f"{here}: must be a JSON object with 'command' (stdio) or 'url' (HTTP)")
+        kind = entry.get("type", entry.get("transport"))
+        fields = {k: v for k, v in entry.items() if k not in ("type", "transport")}
+        try:
+            if kind in (None, "stdio") and "command" in entry:
+                specs[name] = StdioServer.model_validate(fields)
+            elif kind in (None, *HTTP_KINDS) and "url" in entry:
+                specs[name] = HttpServer.model_validate(fields)
+            elif kind == "sse":
+                raise ToolLoadError(f"{here}: the deprecated SSE transport is not supported; use streamable-http")
+            else:
+                raise ToolLoadError(
+                    f"{here}: needs 'command' (stdio) or 'url' with type streamable-http; got type {kind!r}"
+                )
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "(entry)"
+            raise ToolLoadError(f"{here}: {field}: {err['msg']}") from None
+    return specs
+
+
+def load_servers_config(path: str | Path) -> dict[str, ServerSpec]:
+    """Read and validate an mcpServers config file (the format Claude Desktop, Cursor etc. use)."""
+    return parse_servers_config(read_json(Path(path)), str(path))
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """What one server gave: its tools, or the error that kept all of them out."""
+
+    name: str
+    tools: tuple[Tool, ...] = ()
+    error: ServerError | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for the first real error inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    if isinstance(exc, TimeoutError):
+        return str(exc) or "timed out"
+    from mcp import MCPError
+
+    if isinstance(exc, MCPError) and exc.message == "Connection closed":
+        return "the server closed the connection (it exited or crashed)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _stderr_tail(errlog: Any, lines: int = 5) -> str:
+    errlog.flush()
+    errlog.seek(0)
+    tail = [line for line in errlog.read().splitlines() if line.strip()][-lines:]
+    return ("; stderr: " + " | ".join(tail)) if tail else ""
+
+
+def _result_text(result: Any) -> str:
+    """Flatten a CallToolResult's content blocks into the text an LLM (or a person) reads."""
+    parts = []
+    for block in result.content:
+        text = getattr(block, "text", None) or getattr(getattr(block, "resource", None), "text", None)
+        parts.append(text if text is not None else f"[{block.type} {getattr(block, 'mime_type', '') or ''}]".strip())
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+class McpHub:
+    """Open sessions to many MCP servers; list and call their tools.
+
+    >>> async def demo(specs):  # doctest: +SKIP
+    ...     async with McpHub(specs) as hub:
+    ...         print([t.id for t in hub.tools()])
+    ...         print(await hub.call_tool("time", "get_current_time", {"timezone": "UTC"}))
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerSpec],
+        *,
+        startup_timeout: float = STARTUP_TIMEOUT_S,
+        call_timeout: float = CALL_TIMEOUT_S,
+    ) -> None:
+        self.servers = dict(servers)
+        self.startup_timeout = startup_timeout
+        self.call_timeout = call_timeout
+        self.statuses: dict[str, ServerStatus] = {}
+        self._sessions: dict[str, Any] = {}
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> McpHub:
+        import anyio
+
+        # Each server's transport and session live in their own task: the SDK's task groups and
+        # cancel scopes must be exited by the task that entered them, and this lets servers start
+        # concurrently and fail independently.
+        self._closing = anyio.Event()
+        reported = {name: anyio.Event() for name in self.servers}
+        tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.push_async_callback(self._close_all)
+        try:
+            for name, spec in self.servers.items():
+                tg.start_soon(self._serve, name, spec, reported[name])
+            for event in reported.values():
+                await event.wait()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        # Config order, not finishing order.
+        self.statuses = {name: self.statuses[name] for name in self.servers}
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._stack.__aexit__(*exc_info)
+
+    async def _close_all(self) -> None:
+        self._closing.set()
+
+    async def _serve(self, name: str, spec: ServerSpec, reported: Any) -> None:
+        """Connect and list tools, report, then hold the session open until the hub closes."""
+        started, seconds = time.monotonic(), 0.0
+        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+            try:
+                async with AsyncExitStack() as stack:
+                    try:
+                        session, tools = await self._connect(name, spec, stack, errlog)
+                    finally:
+                        seconds = time.monotonic() - started  # startup only, not the shutdown after a failure
+                    self._sessions[name] = session
+                    self.statuses[name] = ServerStatus(name, tools, None, seconds)
+                    reported.set()
+                    await self._closing.wait()
+            except Exception as exc:  # noqa: BLE001 - every failure becomes this server's error
+                self._sessions.pop(name, None)
+                if reported.is_set():
+                    return  # a failure while shutting down after a good start changes nothing
+                reason = exc.args[0] if isinstance(exc, ToolLoadError) else _reason(exc)
+                error = ServerError(f"MCP server {name!r}: {reason}{_stderr_tail(errlog)}")
+                self.statuses[name] = ServerStatus(name, (), error, seconds)
+                reported.set()
+
+    async def _connect(self, name: str, spec: ServerSpec, stack: AsyncExitStack, errlog: Any) -> tuple[Any, tuple[Tool, ...]]:
+        import anyio
+        from mcp import ClientSession
+
+        if isinstance(spec, StdioServer):
+            from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+
+            # The SDK hands servers only a minimal environment (PATH, HOME, ...); the config's env
+            # goes on top of it. Merged here too so older SDKs, which replaced it, behave the same.
+            env = get_default_environment() | spec.env
+            params = StdioServerParameters(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
+            transport = stdio_client(params, errlog=errlog)
+        else:
+            from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+            client = await stack.enter_async_context(create_mcp_http_client(headers=spec.headers or None))
+            transport = streamable_http_client(spec.url, http_client=client)
+        read, write = await stack.enter_async_context(transport)
+        session = await stack.enter_async_context(ClientSession(read, write))
+        step = "initialize"
+        try:
+            # No task group is entered inside this scope, so leaving it early is safe.
+            with anyio.fail_after(self.startup_timeout):
+                await session.initialize()
+                step = "tools/list"
+                tools = await self._list_tools(name, session)
+        except TimeoutError:
+            raise TimeoutError(f"no answer to {step} within {self.startup_timeout:g} s") from None
+        return session, tools
+
+    async def _list_tools(self, name: str, session: Any) -> tuple[Tool, ...]:
+        from mcp_types import PaginatedRequestParams
+
+        raws: list[Any] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            raws.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        else:
+            raise ToolLoadError(f"tools/list still paginating after {MAX_PAGES} pages")
+        tools: list[Tool] = []
+        for position, raw in enumerate(raws):
+            mapping = {"name": raw.name, "description": raw.description or "", "inputSchema": raw.input_schema}
+            tools.append(check_tool(mapping, origin=name, where=f"tools/list[{position}]"))
+        names = [t.name for t in tools]
+        if dupes := sorted({n for n in names if names.count(n) > 1}):
+            raise ToolLoadError(f"tools/list has duplicate tool names: {', '.join(dupes[:5])}")
+        return tuple(tools)
+
+    def tools(self) -> list[Tool]:
+        """Every tool of every server that loaded, in config order."""
+        return [tool for status in self.statuses.values() for tool in status.tools]
+
+    def load_into(self, registry: Registry) -> dict[str, RegistryDiff]:
+        """Publish each loaded server as one registry source (origin = server name)."""
+        return {name: registry.set_source(name, s.tools) for name, s in self.statuses.items() if s.ok}
+
+    async def call_tool(self, server: str, tool_name: str, arguments: Mapping[str, Any] | None = None) -> str:
+        """Call a tool through its server's MCP session and return the result as text.
+
+        Raises ServerError when the server is not connected, fails, times out, or the tool reports
+        an error (`isError`); the message carries the server's text so it can be shown or retried.
+        """
+        import anyio
+
+        session = self._sessions.get(server)
+        if session is None:
+            status = self.statuses.get(server)
+            why = status.error if status and status.error else f"not in this hub ({', '.join(self.servers) or 'none'})"
+            raise ServerError(f"cannot call {server}/{tool_name}: {why}")
+        try:
+            with anyio.fail_after(self.call_timeout):
+                result = await session.call_tool(tool_name, dict(arguments or {}))
+        except Exception as exc:  # noqa: BLE001
+            raise ServerError(f"MCP server {server!r}: calling {tool_name!r} failed: {_reason(exc)}") from exc
+        text = _result_text(result)
+        if result.is_error:
+            raise ServerError(f"MCP server {server!r}: tool {tool_name!r} reported an error: {text}")
+        return text
+
+
+def load_servers(servers: Mapping[str, ServerSpec], startup_timeout: float = STARTUP_TIMEOUT_S) -> dict[str, ServerStatus]:
+    """Start every server, list its tools, stop it again (sync, for the CLI)."""
+
+    async def run() -> dict[str, ServerStatus]:
+        async with McpHub(servers, startup_timeout=startup_timeout) as hub:
+            return dict(hub.statuses)
+
+    return asyncio.run(run())
+
+
+def call_server_tool(spec: ServerSpec, server: str, tool_name: str, arguments: Mapping[str, Any] | None = None) -> str:
+    """Start one server, call one tool, stop the server (sync, for the CLI)."""
+
+    async def run() -> str:
+        async with McpHub({server: spec}) as hub:
+            return await hub.call_tool(server, tool_name, arguments)
+
+    return asyncio.run(run())
+
+
+def _npm_entry(servers_dir: Path, package: str) -> Path | None:
+    """The installed package's bin script, run with `node` (npx could try the network)."""
+    root = servers_dir / "npm" / "node_modules" / package
+    try:
+        manifest = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    bin_field = manifest.get("bin")
+    entry = bin_field if isinstance(bin_field, str) else next(iter((bin_field or {}).values()), None)
+    return (root / entry).resolve() if entry and (root / entry).is_file() else None
+
+
+def _demo_git_repo(repo: Path) -> None:
+    if (repo / ".git").exists():
+        return
+    repo.mkdir(parents=True, exist_ok=True)
+    (repo / "README.md").write_text("# Demo repository\n\nCreated by nexus for the mcp-server-git demo.\n")
+    ident = ["-c", "user.name=nexus", "-c", "user.email=nexus@localhost"]
+    for cmd in (["init", "-q"], ["add", "README.md"], [*ident, "commit", "-q", "-m", "Initial commit"]):
+        subprocess.run(["git", *cmd], cwd=repo, check=True, capture_output=True)
+
+
+def demo_servers_config(servers_dir: Path, workspace: Path) -> dict[str, Any]:
+    """The mcpServers config for the servers `scripts/install_servers.sh` put in `servers_dir`.
+
+    Servers that are not installed (or whose runtime, git or node, is missing) are left out;
+    data they work on (a git repo, demo.db, memory.jsonl, the filesystem root) lives in `workspace`.
+    """
+    servers_dir, workspace = Path(servers_dir).resolve(), Path(workspace).resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    servers: dict[str, Any] = {}
+
+    def script(package: str) -> str | None:
+        path = servers_dir / package / "bin" / package
+        return str(path) if path.is_file() else None
+
+    if exe := script("mcp-server-time"):
+        servers["time"] = {"command": exe, "args": []}
+    if (exe := script("mcp-server-git")) and shutil.which("git"):
+        _demo_git_repo(workspace / "repo")
+        servers["git"] = {"command": exe, "args": ["--repository", str(workspace / "repo")]}
+    if exe := script("mcp-server-sqlite"):
+        servers["sqlite"] = {"command": exe, "args": ["--db-path", str(workspace / "demo.db")]}
+    if exe := script("mcp-server-calculator"):
+        servers["calculator"] = {"command": exe, "args": []}
+    node = shutil.which("node")
+    if node and (entry := _npm_entry(servers_dir, "@modelcontextprotocol/server-filesystem")):
+        servers["filesystem"] = {"command": node, "args": [str(entry), str(workspace)]}
+    if node and (entry := _npm_entry(servers_dir, "@modelcontextprotocol/server-memory")):
+        servers["memory"] = {
+            "command": node,
+            "args": [str(entry)],
+            "env": {"MEMORY_FILE_PATH": str(workspace / "memory.jsonl")},
+        }
+    if not servers:
+        raise ConfigError(f"no demo MCP servers installed in {servers_dir}; run: bash scripts/install_servers.sh {servers_dir}")
+    return {"mcpServers": servers}

@@ -1,0 +1,229 @@
+"""Live MCP servers over stdio: config parsing, ingest, calls, and failures that stay contained."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from nexus.errors import ConfigError, ServerError, ToolLoadError
+from nexus.registry import Registry
+from nexus.registry.servers import (
+    HttpServer,
+    McpHub,
+    StdioServer,
+    demo_servers_config,
+    load_servers,
+    load_servers_config,
+    parse_servers_config,
+)
+
+SERVERS_DIR = Path(__file__).resolve().parents[2] / ".servers"
+TIME_SERVER = SERVERS_DIR / "mcp-server-time" / "bin" / "mcp-server-time"
+
+# A tiny MCP server speaking raw JSON-RPC (no SDK), so these tests control pagination, bad schemas
+# and tool errors exactly. FAKE_PAGES pages of two tools each; FAKE_BAD=1 breaks tool_1's schema.
+FAKE_SERVER = r"""
+import json, os, sys
+PAGES = int(os.environ.get("FAKE_PAGES", "1"))
+def tool(i):
+    kind = 5 if os.environ.get("FAKE_BAD") == "1" and i == 1 else "string"
+    return {"name": f"tool_{i}", "description": f"Tool number {i}",
+            "inputSchema": {"type": "object", "properties": {"x": {"type": kind}}}}
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method, params = msg["method"], msg.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "fake", "version": "1"}}
+    elif method == "tools/list":
+        page = int(params.get("cursor") or 0)
+        result = {"tools": [tool(2 * page), tool(2 * page + 1)]}
+        if page + 1 < PAGES:
+            result["nextCursor"] = str(page + 1)
+    elif method == "tools/call":
+        args = params.get("arguments") or {}
+        text = json.dumps({k: os.environ.get(k) for k in args.get("env", [])}) if "env" in args else "echo " + json.dumps(args)
+        result = {"content": [{"type": "text", "text": text}], "isError": bool(args.get("fail"))}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": method}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+@pytest.fixture()
+def fake(tmp_path: Path) -> dict:
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE_SERVER)
+    return {"command": sys.executable, "args": [str(script)]}
+
+
+def crashing() -> dict:
+    return {"command": sys.executable, "args": ["-c", "import sys; print('bad config', file=sys.stderr); sys.exit(3)"]}
+
+
+def load(config: dict, timeout: float = 15.0) -> dict:
+    return load_servers(parse_servers_config(config, "test.json"), startup_timeout=timeout)
+
+
+# --- config -------------------------------------------------------------------------------------
+
+
+def test_parse_stdio_and_http_entries() -> None:
+    specs = parse_servers_config(
+        {
+            "mcpServers": {
+                "local": {"command": "srv", "args": ["-v"], "env": {"K": "v"}, "cwd": "/tmp", "disabled": False},
+                "remote": {"url": "http://127.0.0.1:9/mcp", "type": "streamable-http"},
+                "remote2": {"url": "https://example.org/mcp", "transport": "http", "headers": {"A": "b"}},
+            }
+        },
+        "cfg.json",
+    )
+    assert specs["local"] == StdioServer(command="srv", args=["-v"], env={"K": "v"}, cwd="/tmp")
+    assert isinstance(specs["remote"], HttpServer) and specs["remote2"].headers == {"A": "b"}
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"servers": {}}, "mcpServers"),
+        ({"mcpServers": {"a": "srv"}}, "server 'a': must be a JSON object"),
+        ({"mcpServers": {"a": {"args": []}}}, "server 'a': needs 'command'"),
+        ({"mcpServers": {"a": {"command": ""}}}, "server 'a': command:"),
+        ({"mcpServers": {"a": {"command": "x", "args": "-v"}}}, "server 'a': args:"),
+        ({"mcpServers": {"a": {"command": "x", "env": {"N": 1}}}}, "server 'a': env.N:"),
+        ({"mcpServers": {"a": {"url": "ftp://host/mcp"}}}, "server 'a': url:"),
+        ({"mcpServers": {"a": {"url": "http://h/sse", "type": "sse"}}}, "SSE transport is not supported"),
+        ({"mcpServers": {"a/b": {"command": "x"}}}, "server 'a/b': a server name"),
+    ],
+)
+def test_malformed_config_names_file_and_server(config: dict, expected: str) -> None:
+    with pytest.raises(ToolLoadError, match="^cfg.json: ") as info:
+        parse_servers_config(config, "cfg.json")
+    assert expected in str(info.value)
+
+
+def test_config_file_errors_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "servers.json"
+    path.write_text('{"mcpServers": {')
+    with pytest.raises(ToolLoadError, match="servers.json: invalid JSON"):
+        load_servers_config(path)
+    path.write_text(json.dumps({"mcpServers": {"t": {"command": "srv"}}}))
+    assert load_servers_config(path)["t"].command == "srv"
+
+
+# --- live servers -------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not TIME_SERVER.exists(), reason=f"run `bash scripts/install_servers.sh .servers` ({TIME_SERVER} missing)")
+def test_real_time_server_ingest_and_call() -> None:
+    spec = parse_servers_config({"mcpServers": {"time": {"command": str(TIME_SERVER)}}}, "t")
+
+    async def run() -> tuple[list, str]:
+        async with McpHub(spec, startup_timeout=20) as hub:
+            return hub.tools(), await hub.call_tool("time", "get_current_time", {"timezone": "UTC"})
+
+    tools, text = asyncio.run(run())
+    by_name = {t.name: t for t in tools}
+    assert {"get_current_time", "convert_time"} <= by_name.keys()
+    assert by_name["get_current_time"].origin == "time"
+    assert "timezone" in by_name["get_current_time"].input_schema["properties"]
+    answer = json.loads(text)
+    assert answer["timezone"] == "UTC" and answer["datetime"].endswith("+00:00")
+
+
+def test_crashed_and_missing_servers_do_not_stop_the_others(fake: dict) -> None:
+    statuses = load({"mcpServers": {"crash": crashing(), "missing": {"command": "/no/such/server"}, "good": fake}})
+    assert list(statuses) == ["crash", "missing", "good"]
+    crash, missing, good = statuses.values()
+    assert isinstance(crash.error, ServerError) and crash.tools == ()
+    assert "'crash'" in str(crash.error) and "exited or crashed" in str(crash.error)
+    assert "bad config" in str(crash.error)  # the server's stderr explains why
+    assert "'missing'" in str(missing.error) and "command not found" in str(missing.error)
+    assert good.ok and [t.id for t in good.tools] == ["good/tool_0", "good/tool_1"]
+
+
+def test_hanging_server_times_out(tmp_path: Path) -> None:
+    hang = {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}
+    status = load({"mcpServers": {"hang": hang}}, timeout=1.0)["hang"]
+    assert "'hang'" in str(status.error) and "no answer to initialize within 1 s" in str(status.error)
+
+
+def test_pagination_is_followed(fake: dict) -> None:
+    fake["env"] = {"FAKE_PAGES": "3"}
+    status = load({"mcpServers": {"paged": fake}})["paged"]
+    assert [t.name for t in status.tools] == [f"tool_{i}" for i in range(6)]
+
+
+def test_one_bad_tool_keeps_the_whole_server_out(fake: dict) -> None:
+    fake["env"] = {"FAKE_BAD": "1"}
+    status = load({"mcpServers": {"bad": fake}})["bad"]
+    assert status.tools == () and isinstance(status.error, ServerError)
+    assert "'bad'" in str(status.error) and "tool_1" in str(status.error) and "not valid JSON Schema" in str(status.error)
+
+
+def test_env_is_merged_over_the_default_environment_and_calls_work(fake: dict) -> None:
+    fake["env"] = {"NEXUS_TEST_VAR": "hello"}
+    spec = parse_servers_config({"mcpServers": {"f": fake}}, "t")
+
+    async def run() -> tuple[str, str, Registry]:
+        async with McpHub(spec) as hub:
+            env = await hub.call_tool("f", "tool_0", {"env": ["NEXUS_TEST_VAR", "PATH"]})
+            echo = await hub.call_tool("f", "tool_0", {"x": "y"})
+            with pytest.raises(ServerError, match="tool 'tool_0' reported an error"):
+                await hub.call_tool("f", "tool_0", {"fail": True})
+            with pytest.raises(ServerError, match="not in this hub"):
+                await hub.call_tool("nope", "tool_0", {})
+            registry = Registry()
+            hub.load_into(registry)
+            return env, echo, registry
+
+    env, echo, registry = asyncio.run(run())
+    values = json.loads(env)
+    assert values["NEXUS_TEST_VAR"] == "hello" and values["PATH"]
+    assert echo == 'echo {"x": "y"}'
+    assert sorted(registry.keys()) == ["tool_0", "tool_1"]
+
+
+# --- demo config --------------------------------------------------------------------------------
+
+
+def test_demo_config_builder(tmp_path: Path) -> None:
+    servers = tmp_path / "servers"
+    for name in ("mcp-server-time", "mcp-server-sqlite"):
+        exe = servers / name / "bin" / name
+        exe.parent.mkdir(parents=True)
+        exe.write_text("#!/bin/sh\n")
+    pkg = servers / "npm" / "node_modules" / "@modelcontextprotocol" / "server-memory"
+    (pkg / "dist").mkdir(parents=True)
+    (pkg / "dist" / "index.js").write_text("")
+    (pkg / "package.json").write_text(json.dumps({"bin": {"mcp-server-memory": "dist/index.js"}}))
+
+    config = demo_servers_config(servers, tmp_path / "ws")
+    entries = config["mcpServers"]
+    assert entries["time"]["command"] == str((servers / "mcp-server-time/bin/mcp-server-time").resolve())
+    assert entries["sqlite"]["args"] == ["--db-path", str((tmp_path / "ws" / "demo.db").resolve())]
+    assert "git" not in entries and "calculator" not in entries and "filesystem" not in entries
+    if "memory" in entries:  # only where node is on PATH
+        assert entries["memory"]["args"] == [str((pkg / "dist" / "index.js").resolve())]
+        assert entries["memory"]["env"]["MEMORY_FILE_PATH"].endswith("memory.jsonl")
+    assert set(parse_servers_config(config, "demo")) == set(entries)
+    with pytest.raises(ConfigError, match="install_servers.sh"):
+        demo_servers_config(tmp_path / "empty", tmp_path / "ws")
+
+
+@pytest.mark.skipif(not TIME_SERVER.exists(), reason="demo servers not installed in .servers")
+def test_installed_demo_servers_all_load(tmp_path: Path) -> None:
+    config = demo_servers_config(SERVERS_DIR, tmp_path / "ws")
+    if "git" in config["mcpServers"]:
+        assert (tmp_path / "ws" / "repo" / ".git").is_dir()
+    statuses = load(config, timeout=20)
+    assert {name: s.error for name, s in statuses.items() if not s.ok} == {}
+    assert all(s.tools for s in statuses.values())
