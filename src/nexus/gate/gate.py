@@ -1,0 +1,127 @@
+"""The boundary gate: rescore the SLB's top-k with the cross-encoder and decide ROUTE / SHORTLIST /
+FALLBACK / NO_TOOL from calibrated probabilities.
+
+>>> from nexus.registry import Registry, Tool
+>>> from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+>>> from nexus.gate.cross_encoder import FakePairScorer
+>>> reg = Registry()
+>>> _ = reg.set_source("s", [Tool("get_weather", "Current weather for a city", {"type": "object"}, "s"),
+...                          Tool("get_time", "Current time in a timezone", {"type": "object"}, "s")])
+>>> slb = SemanticLookasideBuffer(HashEmbedder()); _ = slb.sync(reg)
+>>> gate = BoundaryGate(slb, reg, GateModel.from_scorer(FakePairScorer(), slb))
+>>> gate.decide("what is the weather in Paris").candidates[0].key
+'get_weather'
+>>> gate.decide("and the time?", history=["what is the weather in Paris"]).candidates[0].key
+'get_time'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from nexus.gate.cross_encoder import tool_text
+from nexus.gate.decision import Action, Decision
+from nexus.gate.model import GateModel, GateModelError
+from nexus.gate.policy import choose_action
+from nexus.gate.probabilities import TurnProbabilities
+from nexus.registry import Registry
+from nexus.slb.index import Hit, SemanticLookasideBuffer
+
+log = logging.getLogger(__name__)
+
+# A follow-up leans on the previous turn: it opens with a continuation, refers back, or is very short.
+_CONTINUATION = re.compile(
+    r"^\s*(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
+_ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
+_CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|perfect|bye|goodbye|got it|nice)\W*$", re.I)
+CONTEXT_CHARS = 400
+
+
+def is_follow_up(turn: str) -> bool:
+    """Whether a turn needs recent context to be understood ("and in Celsius?", "what about Tokyo?")."""
+    if _CLOSERS.match(turn):
+        return False
+    words = turn.split()
+    return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or (len(words) <= 8 and bool(_ANAPHORA.search(turn)))
+
+
+def contextual_turn(turn: str, history: Sequence[str], max_turns: int = 2) -> str:
+    """The text the gate reads: the turn itself, or for a follow-up the recent user turns before it."""
+    if not history or not is_follow_up(turn):
+        return turn
+    context = " ".join(" ".join(h.split()) for h in history[-max_turns:])
+    budget = max(CONTEXT_CHARS - len(turn), 0)
+    if len(context) > budget:
+        context = context[len(context) - budget:].split(" ", 1)[-1]
+    return f"{context} {turn}".strip()
+
+
+class BoundaryGate:
+    """Rerank and decide for one turn at a time; every decision is logged (and appended to `log_path`)."""
+
+    def __init__(self, slb: SemanticLookasideBuffer, registry: Registry, model: GateModel, k: int = 10,
+                 shortlist_k: int = 5, context_turns: int = 2, log_path: str | Path | None = None):
+        if model.embedder_id != slb.embedder.id:
+            raise GateModelError(
+                f"the gate model was calibrated with embedder {model.embedder_id!r} but the SLB uses "
+                f"{slb.embedder.id!r}; retrain with `nexus gate train` for this embedder"
+            )
+        want = model.header.slb_weights
+        have = {"lexical": slb.weights.lexical, "name_bonus": slb.weights.name_bonus}
+        if want and any(abs(float(want.get(n, have[n])) - have[n]) > 1e-9 for n in have):
+            raise GateModelError(f"the gate model was calibrated with SLB weights {want}, the SLB uses {have}; retrain")
+        self.slb, self.registry, self.model = slb, registry, model
+        self.k, self.shortlist_k, self.context_turns = k, shortlist_k, context_turns
+        self.log_path = Path(log_path) if log_path else None
+        self._texts: dict[str, str] = {}
+
+    def _tool_text(self, key: str) -> str:
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = tool_text(key, self.registry.get(key))
+        return text
+
+    def score(self, text: str, hits: Sequence[Hit]) -> tuple[np.ndarray, TurnProbabilities]:
+        """Cross-encoder logits of `hits` for `text` and the calibrated probabilities."""
+        ce = self.model.scorer.score([text] * len(hits), [self._tool_text(h.key) for h in hits])
+        dense = np.array([h.dense for h in hits])
+        lexical = np.array([h.lexical for h in hits])
+        return ce, self.model.calibration.apply(ce, dense, lexical)
+
+    def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision:
+        """One turn -> one Decision (candidates reranked best first). `hits` skips the SLB search."""
+        text = contextual_turn(turn, history, self.context_turns)
+        if hits is None or text != turn:
+            hits = self.slb.search(text, k=self.k)
+        start = time.perf_counter()
+        if not hits:
+            return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
+        ce, out = self.score(text, hits)
+        ranked = tuple(hits[i] for i in out.order)
+        second = float(out.relevance[1]) if len(ranked) > 1 else 0.0
+        action = choose_action(out.p_top1, out.p_no_tool, second, self.model.calibration.thresholds)
+        if action is Action.SHORTLIST:
+            keep = max(self.shortlist_k, int(np.sum(out.relevance >= self.model.calibration.thresholds.multi)))
+            ranked = ranked[:keep]
+        scores = tuple(float(out.fused[i]) for i in out.order)[: len(ranked)]
+        elapsed = (time.perf_counter() - start) * 1000
+        return self._logged(turn, text, Decision(action, ranked, out.p_top1, out.p_no_tool, scores, elapsed))
+
+    def _logged(self, turn: str, text: str, decision: Decision) -> Decision:
+        top = decision.candidates[0].key if decision.candidates else None
+        log.info("gate %s top=%s p_top1=%.3f p_no_tool=%.3f %.1fms", decision.action.value, top, decision.p_top1,
+                 decision.p_no_tool, decision.gate_ms)
+        if self.log_path is not None:
+            row = {"turn": turn, "context": text if text != turn else None, "action": decision.action.value,
+                   "candidates": [h.key for h in decision.candidates], "scores": list(decision.scores),
+                   "p_top1": decision.p_top1, "p_no_tool": decision.p_no_tool, "gate_ms": decision.gate_ms}
+            with open(self.log_path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return decision

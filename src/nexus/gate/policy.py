@@ -1,0 +1,31 @@
+"""The decision policy: calibrated probabilities in, one of four actions out. Pure and scripted-testable.
+
+>>> from nexus.gate.probabilities import Thresholds
+>>> th = Thresholds(route=0.9, no_tool=0.8, fallback=0.4, multi=0.5)
+>>> choose_action(p_top1=0.97, p_no_tool=0.01, second_relevance=0.1, thresholds=th).value
+'route'
+>>> choose_action(p_top1=0.97, p_no_tool=0.01, second_relevance=0.7, thresholds=th).value
+'shortlist'
+>>> choose_action(p_top1=0.30, p_no_tool=0.85, second_relevance=0.0, thresholds=th).value
+'no_tool'
+>>> choose_action(p_top1=0.30, p_no_tool=0.50, second_relevance=0.0, thresholds=th).value
+'fallback'
+"""
+
+from __future__ import annotations
+
+from nexus.gate.decision import Action
+from nexus.gate.probabilities import Thresholds
+
+
+def choose_action(p_top1: float, p_no_tool: float, second_relevance: float, thresholds: Thresholds) -> Action:
+    """NO_TOOL when no tool is likely to apply; ROUTE when the top tool is right with the target
+    precision and the turn does not need a second tool; FALLBACK (all schemas) when it is unclear whether
+    the shortlist holds the tool; SHORTLIST otherwise."""
+    if p_no_tool >= thresholds.no_tool:
+        return Action.NO_TOOL
+    if p_no_tool >= thresholds.fallback:
+        return Action.FALLBACK
+    if p_top1 >= thresholds.route and second_relevance < thresholds.multi:
+        return Action.ROUTE
+    return Action.SHORTLIST

@@ -1,0 +1,189 @@
+"""From raw scores to the gate's calibrated probabilities and thresholds (pure numpy).
+
+Per turn the gate has, for each of the SLB's top-k candidates, a cross-encoder logit and the SLB's
+dense and lexical channels. `GateCalibration` turns them into
+- a fused ranking score  s_i = w . [ce_i, dense_i, lexical_i]  (conditional logit, i.e. a temperature
+  per channel, fitted so that softmax(s) is the probability that candidate i is the right tool),
+- p_top1 = P(the top candidate is right | a tool applies): Platt scaling of [logit max softmax, top logit],
+- p_no_tool = P(no tool applies): logistic on the best logit and the SLB's best channels,
+- relevance_i = P(candidate i is needed): Platt scaling of ce_i (two needed tools = a multi-call turn),
+and holds the decision thresholds derived from target risks on the calibration split.
+
+>>> cal = GateCalibration.identity()
+>>> out = cal.apply(np.array([3.0, 0.0]), np.array([0.5, 0.2]), np.array([0.1, 0.0]))
+>>> out.order.tolist(), round(float(out.probs[0]), 3)
+([0, 1], 0.953)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from nexus.gate.calibration import (
+    LogisticMap, auroc, expected_calibration_error, fit_conditional_logit, fit_logistic, logit, softmax,
+    threshold_for_risk,
+)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Decision thresholds (see `policy.choose_action`); inf disables an action."""
+
+    route: float = 0.95        # p_top1 at or above: ROUTE
+    no_tool: float = 0.9       # p_no_tool at or above: NO_TOOL
+    fallback: float = 0.5      # p_no_tool at or above (but below no_tool): FALLBACK instead of SHORTLIST
+    multi: float = 0.5         # relevance of the 2nd candidate at or above: a multi-call turn, never ROUTE
+
+    def to_dict(self) -> dict:
+        return {k: (None if v == float("inf") else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Thresholds":
+        return cls(**{k: float("inf") if d.get(k) is None else float(d[k]) for k in ("route", "no_tool", "fallback", "multi")})
+
+
+@dataclass(frozen=True)
+class TurnProbabilities:
+    order: np.ndarray          # candidate indices, best first
+    fused: np.ndarray          # fused score per candidate (input order)
+    probs: np.ndarray          # softmax of fused, in `order`
+    relevance: np.ndarray      # P(candidate needed), in `order`
+    p_top1: float
+    p_no_tool: float
+
+
+def top1_features(probs_sorted: np.ndarray, ce_top: float) -> np.ndarray:
+    return np.array([float(logit(probs_sorted[0])), ce_top])
+
+
+def no_tool_features(ce: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    return np.array([ce.max(), dense.max(), (dense + lexical).max(), lexical.max()], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class GateCalibration:
+    fusion: tuple[float, float, float]
+    top1: LogisticMap
+    no_tool: LogisticMap
+    relevance: LogisticMap
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    report: dict = field(default_factory=dict, compare=False)   # calibration-split metrics, for the header
+
+    @classmethod
+    def identity(cls) -> "GateCalibration":
+        """Uncalibrated defaults: rank by the logit alone, plain sigmoids. For tests and bootstrapping."""
+        return cls(
+            fusion=(1.0, 0.0, 0.0),
+            top1=LogisticMap((1.0, 0.0), 0.0, (0.0, 0.0), (1.0, 1.0)),
+            no_tool=LogisticMap((-1.0, 0.0, 0.0, 0.0), 0.0, (0.0, 0.0, 0.0, 0.0), (1.0, 1.0, 1.0, 1.0)),
+            relevance=LogisticMap((1.0,), 0.0, (0.0,), (1.0,)),
+        )
+
+    def apply(self, ce: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> TurnProbabilities:
+        ce, dense, lexical = (np.asarray(a, dtype=np.float64) for a in (ce, dense, lexical))
+        fused = np.asarray(self.fusion) @ np.vstack([ce, dense, lexical])
+        order = np.argsort(-fused, kind="mergesort")
+        probs = softmax(fused[order])
+        p_top1 = float(self.top1(top1_features(probs, ce[order[0]]))[0])
+        p_no_tool = float(self.no_tool(no_tool_features(ce, dense, lexical))[0])
+        relevance = self.relevance(ce[order][:, None])
+        return TurnProbabilities(order, fused, probs, relevance, p_top1, p_no_tool)
+
+    def to_dict(self) -> dict:
+        return {"fusion": list(self.fusion), "top1": self.top1.to_dict(), "no_tool": self.no_tool.to_dict(),
+                "relevance": self.relevance.to_dict(), "thresholds": self.thresholds.to_dict(), "report": self.report}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GateCalibration":
+        return cls(tuple(float(x) for x in d["fusion"]), LogisticMap.from_dict(d["top1"]), LogisticMap.from_dict(d["no_tool"]),
+                   LogisticMap.from_dict(d["relevance"]), Thresholds.from_dict(d["thresholds"]), dict(d.get("report", {})))
+
+
+@dataclass(frozen=True)
+class ScoredTurn:
+    """Raw scores of one calibration turn and its labels (gold marks the needed candidates)."""
+
+    ce: np.ndarray
+    dense: np.ndarray
+    lexical: np.ndarray
+    gold: np.ndarray           # bool per candidate
+    no_tool: bool
+
+
+@dataclass(frozen=True)
+class RiskTargets:
+    route: float = 0.01        # at most 1% of ROUTE decisions wrong
+    no_tool: float = 0.05      # at most 5% of NO_TOOL decisions wrong
+    shortlist: float = 0.05    # at most 5% of SHORTLIST decisions miss the right tool
+    shortlist_k: int = 5
+    multi: float = 0.5
+
+
+def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTargets()) -> GateCalibration:
+    """Fit fusion, probability maps and thresholds on a held-out calibration split."""
+    relevant = [t for t in turns if not t.no_tool]
+    ranked = [t for t in relevant if t.gold.any()]
+    if len(ranked) < 10:
+        raise ValueError(f"calibration needs >= 10 relevant turns whose tool is among the candidates, got {len(ranked)}")
+    k = max(len(t.ce) for t in turns)
+    feats = np.zeros((len(ranked), k, 3))
+    mask = np.zeros((len(ranked), k), dtype=bool)
+    labels = np.zeros(len(ranked), dtype=int)
+    for row, t in enumerate(ranked):
+        n = len(t.ce)
+        feats[row, :n] = np.c_[t.ce, t.dense, t.lexical]
+        mask[row, :n] = True
+        labels[row] = int(np.flatnonzero(t.gold)[np.argmax(t.ce[t.gold])])
+    fusion = tuple(float(w) for w in fit_conditional_logit(feats, labels, mask))
+    ident = GateCalibration.identity()
+    staged = GateCalibration(fusion, ident.top1, ident.no_tool, ident.relevance)
+    # p_top1: Platt on relevant turns (a missing gold tool counts as a wrong top-1)
+    x_top, y_top = [], []
+    for t in relevant:
+        out = staged.apply(t.ce, t.dense, t.lexical)
+        x_top.append(top1_features(out.probs, t.ce[out.order[0]]))
+        y_top.append(bool(t.gold[out.order[0]]))
+    top1 = fit_logistic(np.array(x_top), np.array(y_top, dtype=float))
+    # p_no_tool: no-tool turns against relevant ones
+    x_nt = np.array([no_tool_features(t.ce, t.dense, t.lexical) for t in turns])
+    y_nt = np.array([t.no_tool for t in turns], dtype=float)
+    no_tool = fit_logistic(x_nt, y_nt) if 0 < y_nt.sum() < len(y_nt) else ident.no_tool
+    # per-candidate relevance
+    x_rel = np.concatenate([t.ce for t in turns])[:, None]
+    y_rel = np.concatenate([t.gold for t in turns]).astype(float)
+    relevance = fit_logistic(x_rel, y_rel)
+    fitted = GateCalibration(fusion, top1, no_tool, relevance)
+    return with_thresholds(fitted, turns, targets)
+
+
+def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: RiskTargets) -> GateCalibration:
+    """Derive thresholds from target risks on scored calibration turns; report the in-sample metrics."""
+    outs = [cal.apply(t.ce, t.dense, t.lexical) for t in turns]
+    rel = [i for i, t in enumerate(turns) if not t.no_tool]
+    p_top1 = np.array([outs[i].p_top1 for i in rel])
+    correct = np.array([bool(turns[i].gold[outs[i].order[0]]) for i in rel])
+    in_short = np.array([bool(turns[i].gold[outs[i].order[: targets.shortlist_k]].any()) for i in rel])
+    second = np.array([outs[i].relevance[1] if len(outs[i].relevance) > 1 else 0.0 for i in rel])
+    p_nt = np.array([o.p_no_tool for o in outs])
+    is_nt = np.array([t.no_tool for t in turns])
+    t_route = threshold_for_risk(p_top1 * (second < targets.multi), correct, targets.route, min_accepted=5)
+    t_no_tool = threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5) if is_nt.any() else float("inf")
+    p_nt_rel = p_nt[rel]
+    not_routed = p_top1 < t_route
+    conf = threshold_for_risk(1.0 - p_nt_rel[not_routed], in_short[not_routed], targets.shortlist) if not_routed.any() else 0.0
+    t_fallback = float(min(1.0 - conf, t_no_tool)) if np.isfinite(conf) else 0.0
+    thresholds = Thresholds(route=t_route, no_tool=t_no_tool, fallback=t_fallback, multi=targets.multi)
+    routed = (p_top1 >= t_route) & (second < targets.multi) & (p_nt_rel < t_fallback)
+    report = {
+        "n_turns": len(turns), "n_relevant": len(rel), "n_no_tool": int(is_nt.sum()),
+        "top1": float(correct.mean()) if len(rel) else float("nan"),
+        "ece_top1": expected_calibration_error(p_top1, correct) if len(rel) else float("nan"),
+        "no_tool_auroc": auroc(p_nt, is_nt) if is_nt.any() and (~is_nt).any() else float("nan"),
+        "coverage": float(routed.mean()) if len(rel) else 0.0,
+        "selective_accuracy": float(correct[routed].mean()) if routed.any() else float("nan"),
+        "targets": targets.__dict__,
+    }
+    return GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds, report)
