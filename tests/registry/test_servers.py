@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,7 +149,7 @@ def test_crashed_and_missing_servers_do_not_stop_the_others(fake: dict) -> None:
     assert isinstance(crash.error, ServerError) and crash.tools == ()
     assert "'crash'" in str(crash.error) and "exited or crashed" in str(crash.error)
     assert "bad config" in str(crash.error)  # the server's stderr explains why
-    assert "'missing'" in str(missing.error) and "command not found" in str(missing.error)
+    assert "'missing'" in str(missing.error) and "No such file or directory: /no/such/server" in str(missing.error)
     assert good.ok and [t.id for t in good.tools] == ["good/tool_0", "good/tool_1"]
 
 
@@ -227,3 +230,47 @@ def test_installed_demo_servers_all_load(tmp_path: Path) -> None:
     statuses = load(config, timeout=20)
     assert {name: s.error for name, s in statuses.items() if not s.ok} == {}
     assert all(s.tools for s in statuses.values())
+
+
+HTTP_SERVER = r"""
+import sys
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("adder")
+@server.tool()
+def add(a: int, b: int) -> int:
+    '''Add two integers.'''
+    return a + b
+server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+"""
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_streamable_http_server(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = tmp_path / "http_server.py"
+    script.write_text(HTTP_SERVER)
+    proc = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 15
+        while not listening(port):
+            assert proc.poll() is None and time.monotonic() < deadline, "HTTP MCP server did not start"
+            time.sleep(0.1)
+        specs = parse_servers_config(
+            {"mcpServers": {"adder": {"url": f"http://127.0.0.1:{port}/mcp", "type": "streamable-http"}}}, "t"
+        )
+
+        async def run() -> tuple[list, str]:
+            async with McpHub(specs, startup_timeout=10) as hub:
+                return hub.tools(), await hub.call_tool("adder", "add", {"a": 2, "b": 40})
+
+        tools, text = asyncio.run(run())
+        assert [t.id for t in tools] == ["adder/add"] and text == "42"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

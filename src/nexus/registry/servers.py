@@ -117,7 +117,7 @@ def _reason(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
+        return f"cannot start: {exc.strerror or 'not found'}: {exc.filename or exc}"  # command or cwd
     if isinstance(exc, TimeoutError):
         return str(exc) or "timed out"
     from mcp import MCPError
@@ -342,7 +342,9 @@ def _demo_git_repo(repo: Path) -> None:
     (repo / "README.md").write_text("# Demo repository\n\nCreated by nexus for the mcp-server-git demo.\n")
     ident = ["-c", "user.name=nexus", "-c", "user.email=nexus@localhost"]
     for cmd in (["init", "-q"], ["add", "README.md"], [*ident, "commit", "-q", "-m", "Initial commit"]):
-        subprocess.run(["git", *cmd], cwd=repo, check=True, capture_output=True)
+        done = subprocess.run(["git", *cmd], cwd=repo, capture_output=True, text=True)
+        if done.returncode:
+            raise ConfigError(f"cannot create the demo git repo {repo}: git {cmd[-1]}: {done.stderr.strip()}")
 
 
 def demo_servers_config(servers_dir: Path, workspace: Path) -> dict[str, Any]:
