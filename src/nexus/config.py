@@ -15,7 +15,7 @@ class Settings(BaseSettings):
 
     cache_dir: Path = Field(Path(".nexus-cache"), description="where indexes and trained models are kept")
     embedder: str | None = Field(None, description="sentence-transformers folder; default: packaged all-MiniLM-L6-v2")
-    lexical_weight: float = Field(0.3, description="weight of the BM25 channel in the SLB's fused score")
+    lexical_weight: float = Field(0.2, description="weight of the BM25 channel in the SLB's fused score")
     name_bonus: float = Field(1.0, description="score added when the turn names a tool exactly")
     top_k: int = Field(10, description="SLB candidates handed to the gate")
     data_dir: Path = Field(Path("../shared/data"), description="BFCL / MCP evaluation data (read-only)")

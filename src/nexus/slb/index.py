@@ -44,7 +44,7 @@ class Hit:
 class HybridWeights:
     """Fusion: dense cosine + lexical * BM25 (scaled to [0, 1] per query) + name_bonus on an exact name."""
 
-    lexical: float = 0.3
+    lexical: float = 0.2
     name_bonus: float = 1.0
 
 
@@ -61,6 +61,7 @@ class SemanticLookasideBuffer:
         self.weights = weights
         self.keep_fp32 = keep_fp32
         self.keys: list[str] = []
+        self.names: list[str] = []
         self.texts: list[str] = []
         self.row_hashes: list[str] = []
         self.codes = np.zeros((0, embedder.dim), dtype=np.int8)
@@ -103,10 +104,15 @@ class SemanticLookasideBuffer:
                 fp32[missing] = vectors
         removed = len(set(self.row_hashes) - set(hashes))
         self.keys, self.texts, self.row_hashes = keys, texts, hashes
+        self.names = [registry.get(k).name for k in keys]
         self.codes, self.scales, self.fp32 = codes, scales, fp32
         self.registry_hash = registry.content_hash()
-        self._lexical = LexicalIndex(keys, texts) if keys else None
+        self._lexical = self._lexical_index()
         return SyncStats(embedded=len(missing), reused=len(keys) - len(missing), removed=removed)
+
+    def _lexical_index(self) -> LexicalIndex | None:
+        aliases = [(key, name) for key, name in zip(self.keys, self.names)]
+        return LexicalIndex(aliases, self.texts) if self.keys else None
 
     def _channels(self, query: str, query_vec: np.ndarray | None, precision: str) -> tuple[np.ndarray, np.ndarray]:
         """(dense cosine, fused score) of every tool for one query."""
@@ -145,7 +151,7 @@ class SemanticLookasideBuffer:
     def save(self, path: str | Path) -> None:
         header = {
             "embedder_id": self.embedder.id, "quantisation": QUANTISATION, "registry_hash": self.registry_hash,
-            "keys": self.keys, "texts": self.texts, "row_hashes": self.row_hashes,
+            "keys": self.keys, "names": self.names, "texts": self.texts, "row_hashes": self.row_hashes,
         }
         save_index(Path(path), header, self.codes, self.scales)
 
@@ -158,12 +164,13 @@ class SemanticLookasideBuffer:
         if header.get("quantisation") != QUANTISATION or int(header["dim"]) != self.embedder.dim:
             raise IndexFileError(f"{path}: quantisation or dimension differs from this build")
         keys, texts, hashes = list(header["keys"]), list(header["texts"]), list(header["row_hashes"])
-        if not (len(keys) == len(texts) == len(hashes) == stored.codes.shape[0]):
+        names = list(header.get("names", []))
+        if not (len(keys) == len(names) == len(texts) == len(hashes) == stored.codes.shape[0]):
             raise IndexFileError(f"{path}: header lists do not match the payload rows")
-        self.keys, self.texts, self.row_hashes = keys, texts, hashes
+        self.keys, self.names, self.texts, self.row_hashes = keys, names, texts, hashes
         self.codes, self.scales, self.fp32 = stored.codes, stored.scales, None
         self.registry_hash = header.get("registry_hash", "")
-        self._lexical = LexicalIndex(keys, texts) if keys else None
+        self._lexical = self._lexical_index()
 
     def open(self, path: str | Path, registry: Registry) -> SyncStats:
         """Load `path` if usable, bring it up to date with `registry` incrementally, and save it back.

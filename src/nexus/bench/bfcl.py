@@ -1,0 +1,161 @@
+"""BFCL -> a routing registry and labelled queries (the `nexus data bfcl` protocol, see README).
+
+Protocol: single-call queries from simple_python, multiple, live_simple, live_multiple; each gold tool uses
+the definition from its own query; at most one tool per Schema-Guided-Dialogue intent family and no two
+tools with the same normalised description; the registry is filled up to N with non-gold distractors under
+the same rules; everything is drawn with a fixed seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from nexus.errors import NexusError
+from nexus.registry.bfcl_types import to_json_schema
+from nexus.registry.tool import canonical_json
+
+SINGLE_CALL = ("simple_python", "multiple", "live_simple", "live_multiple")
+SGD_NAME = re.compile(r"^[A-Za-z]+_\d+_([A-Za-z]+)$")
+
+
+@dataclass(frozen=True)
+class BfclItem:
+    id: str
+    category: str
+    query: str
+    gold: str | None                 # gold function name; None for irrelevance
+    arguments: dict[str, Any]        # BFCL allowed-values form
+    functions: tuple[dict, ...]      # the record's own function docs (raw BFCL)
+
+    def gold_function(self) -> dict | None:
+        return next((f for f in self.functions if f.get("name") == self.gold), None)
+
+
+def _jsonl(path: Path) -> Iterator[dict]:
+    if not path.exists():
+        raise NexusError(f"{path} not found; point --src at a BFCL data folder (see ../shared/data/README.md)")
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def last_user_message(question: list) -> str:
+    messages = [m for turn in question for m in (turn if isinstance(turn, list) else [turn])]
+    users = [m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+def load_category(src: Path, category: str) -> list[BfclItem]:
+    """All records of one category; calls come from possible_answer/ when it exists."""
+    answers_path = src / "possible_answer" / f"BFCL_v4_{category}.json"
+    answers = {r["id"]: r["ground_truth"] for r in _jsonl(answers_path)} if answers_path.exists() else {}
+    items = []
+    for record in _jsonl(src / f"BFCL_v4_{category}.json"):
+        calls = answers.get(record["id"], [])
+        gold, arguments = None, {}
+        if len(calls) == 1:
+            gold, arguments = next(iter(calls[0].items()))
+        items.append(BfclItem(record["id"], category, last_user_message(record["question"]), gold, arguments,
+                              tuple(record.get("function", []))))
+    return items
+
+
+def load_single_call(src: Path) -> list[BfclItem]:
+    """Single-call queries whose gold function is defined in their own record."""
+    items = [item for cat in SINGLE_CALL for item in load_category(src, cat)]
+    return [item for item in items if item.gold and item.gold_function() is not None]
+
+
+def family(name: str) -> str:
+    """`Movies_3_FindMovies` -> `FindMovies`; other names are their own family."""
+    match = SGD_NAME.match(name)
+    return match.group(1) if match else name
+
+
+def norm_description(fn: dict) -> str:
+    return " ".join(str(fn.get("description", "")).lower().split())
+
+
+def to_mcp(fn: dict) -> dict:
+    schema = to_json_schema(fn.get("parameters") or {"type": "dict", "properties": {}})
+    return {"name": fn["name"], "description": fn.get("description", ""), "inputSchema": schema}
+
+
+class _Picker:
+    """Accepts functions under the protocol's uniqueness rules."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.families: set[str] = set()
+        self.descriptions: set[str] = set()
+        self.tools: list[dict] = []
+
+    def try_add(self, fn: dict) -> bool:
+        name = fn.get("name")
+        if not name or name in self.names or family(name) in self.families or norm_description(fn) in self.descriptions:
+            return False
+        self.names[name] = canonical_json(fn)
+        self.families.add(family(name))
+        self.descriptions.add(norm_description(fn))
+        self.tools.append(to_mcp(fn))
+        return True
+
+
+def build_dataset(src: Path, size: int, seed: int = 0, no_tool: int = 0) -> tuple[list[dict], list[dict]]:
+    """Return (tools in MCP tools/list form, queries) for a registry of `size` tools."""
+    rng = random.Random(seed)
+    items = load_single_call(src)
+    rng.shuffle(items)
+    gold_names = {item.gold for item in items}
+    picker = _Picker()
+    for item in items:
+        if len(picker.tools) >= size:
+            break
+        picker.try_add(item.gold_function())
+    distractors = [fn for item in items for fn in item.functions if fn.get("name") not in gold_names]
+    rng.shuffle(distractors)
+    for fn in distractors:
+        if len(picker.tools) >= size:
+            break
+        picker.try_add(fn)
+    queries = [
+        {"id": item.id, "query": item.query, "tool": item.gold, "arguments": item.arguments}
+        for item in items
+        if picker.names.get(item.gold) == canonical_json(item.gold_function())
+    ]
+    if no_tool:
+        irrelevant = load_category(src, "live_irrelevance")
+        rng.shuffle(irrelevant)
+        queries += [{"id": it.id, "query": it.query, "tool": None, "arguments": {}} for it in irrelevant[:no_tool]]
+    queries.sort(key=lambda q: q["id"])
+    return picker.tools, queries
+
+
+def write_dataset(out: Path, tools: list[dict], queries: list[dict]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tools.json").write_text(json.dumps({"tools": tools}, indent=1, ensure_ascii=False), encoding="utf-8")
+    with open(out / "queries.jsonl", "w", encoding="utf-8") as handle:
+        for query in queries:
+            handle.write(json.dumps(query, ensure_ascii=False) + "\n")
+
+
+def read_queries(path: Path) -> list[dict]:
+    """Read a queries JSONL file ({"id", "query", "tool", "arguments"} per line)."""
+    queries = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise NexusError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
+        if not isinstance(record, dict) or "query" not in record or "tool" not in record:
+            raise NexusError(f"{path}:{number}: each line needs 'query' and 'tool' (null for no tool)")
+        queries.append(record)
+    return queries

@@ -1,0 +1,149 @@
+"""`nexus bench routing`: accuracy and latency of the SLB (and optionally the gate) on labelled queries."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nexus.bench.runfolder import percentile, write_jsonl
+from nexus.registry import Registry, load_tools_file
+from nexus.slb import SemanticLookasideBuffer
+from nexus.slb.embedders import Embedder
+from nexus.slb.index import HybridWeights
+from nexus.slb.quantize import top_k
+
+
+def load_registry(tools_path: Path) -> Registry:
+    registry = Registry()
+    registry.set_source(Path(tools_path).stem, load_tools_file(tools_path))
+    return registry
+
+
+def gold_keys(registry: Registry) -> dict[str, str]:
+    """Map each tool's own name (and key) to its registry key; ambiguous bare names map to nothing."""
+    by_name: dict[str, list[str]] = {}
+    for key, tool in registry.items():
+        by_name.setdefault(tool.name, []).append(key)
+    mapping = {name: keys[0] for name, keys in by_name.items() if len(keys) == 1}
+    mapping.update({key: key for key in registry.keys()})
+    return mapping
+
+
+def rank_of(scores: np.ndarray, index: int) -> int:
+    return int(1 + np.sum(scores > scores[index]))
+
+
+def evaluate(slb: SemanticLookasideBuffer, registry: Registry, queries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict]]:
+    """Rank every relevant query against the whole table (int8 and fp32), timing embed and lookup."""
+    mapping = gold_keys(registry)
+    position = {key: i for i, key in enumerate(slb.keys)}
+    rows, embed_ms, lookup_ms = [], [], []
+    for q in queries:
+        gold = mapping.get(q["tool"]) if q.get("tool") else None
+        t0 = time.perf_counter()
+        vec = slb.embedder.embed([q["query"]])[0]
+        t1 = time.perf_counter()
+        hits = slb.search(q["query"], k=10, query_vec=vec)
+        t2 = time.perf_counter()
+        embed_ms.append((t1 - t0) * 1000)
+        lookup_ms.append((t2 - t1) * 1000)
+        row = {"id": q.get("id"), "gold": gold, "top10": [h.key for h in hits], "embed_ms": embed_ms[-1], "lookup_ms": lookup_ms[-1]}
+        if gold is not None:
+            row["rank"] = rank_of(slb.scores(q["query"], vec), position[gold])
+            row["rank_fp32"] = rank_of(slb.scores(q["query"], vec, precision="fp32"), position[gold]) if slb.fp32 is not None else None
+        rows.append(row)
+    ranked = [r for r in rows if "rank" in r]
+    ranks = np.array([r["rank"] for r in ranked]) if ranked else np.zeros(0)
+    result = {
+        "n_tools": len(slb), "n_queries": len(ranked), "n_no_tool": sum(1 for q in queries if not q.get("tool")),
+        "n_gold_missing": sum(1 for r in rows if r["gold"] is None) - sum(1 for q in queries if not q.get("tool")),
+        **{f"top{k}": float(np.mean(ranks <= k)) if ranked else float("nan") for k in (1, 3, 5, 10)},
+        "mrr": float(np.mean(1.0 / ranks)) if ranked else float("nan"),
+        "lookup_ms_p50": percentile(lookup_ms, 50), "lookup_ms_p99": percentile(lookup_ms, 99),
+        "embed_ms_p50": percentile(embed_ms, 50), "embed_ms_p99": percentile(embed_ms, 99),
+        "index_bytes_int8": slb.nbytes, "index_bytes_fp32": int(len(slb) * slb.embedder.dim * 4),
+    }
+    if slb.fp32 is not None and ranked:
+        result["top1_fp32"] = float(np.mean([r["rank_fp32"] == 1 for r in ranked]))
+    return result, rows
+
+
+def lookup_at_scale(slb: SemanticLookasideBuffer, queries: list[dict[str, Any]], n: int, limit: int = 200) -> dict[str, float]:
+    """Lookup latency on a table tiled to `n` rows (copies of the real rows: same kernel, same text sizes)."""
+    reps = -(-n // max(len(slb), 1))
+    big = SemanticLookasideBuffer(slb.embedder, slb.weights)
+    big.codes = np.ascontiguousarray(np.tile(slb.codes, (reps, 1))[:n])
+    big.scales = np.tile(slb.scales, reps)[:n]
+    big.keys = [f"{k}#{i // len(slb)}" for i, k in enumerate((slb.keys * reps)[:n])]
+    big.names = (slb.names * reps)[:n]
+    big.texts = (slb.texts * reps)[:n]
+    big._lexical = big._lexical_index()
+    sample = queries[:limit]
+    vecs = slb.embedder.embed([q["query"] for q in sample])
+    times = []
+    for q, vec in zip(sample, vecs):
+        t0 = time.perf_counter()
+        big.search(q["query"], k=10, query_vec=vec)
+        times.append((time.perf_counter() - t0) * 1000)
+    return {"n_tools": n, "lookup_ms_p50": percentile(times, 50), "lookup_ms_p99": percentile(times, 99)}
+
+
+def build_slb(tools: Path, embedder: Embedder, weights: HybridWeights) -> tuple[Registry, SemanticLookasideBuffer, float]:
+    registry = load_registry(tools)
+    slb = SemanticLookasideBuffer(embedder, weights, keep_fp32=True)
+    t0 = time.perf_counter()
+    slb.sync(registry)
+    return registry, slb, time.perf_counter() - t0
+
+
+def lookup_at_scale_from_files(tools: Path, queries: list[dict], embedder: Embedder, weights: HybridWeights, n: int) -> dict[str, float]:
+    _, slb, _ = build_slb(tools, embedder, weights)
+    return lookup_at_scale(slb, [q for q in queries if q.get("query")], n)
+
+
+def run_routing(tools: Path, queries_path: Path, embedder: Embedder, weights: HybridWeights, run_dir: Path,
+                gate: bool = False, gate_model: Path | None = None) -> dict[str, Any]:
+    from nexus.bench.bfcl import read_queries
+
+    registry, slb, build_s = build_slb(tools, embedder, weights)
+    queries = read_queries(queries_path)
+    result, rows = evaluate(slb, registry, queries)
+    result["build_s"] = build_s
+    write_jsonl(run_dir / f"per_query_{len(slb)}.jsonl", rows)
+    if gate:
+        from nexus.gate.bench import gate_metrics, load_gate
+
+        sub_dir = run_dir / f"gate_{len(slb)}"
+        sub_dir.mkdir(exist_ok=True)
+        result.update(gate_metrics(slb, registry, queries, load_gate(gate_model), sub_dir))
+    return result
+
+
+def plot_sweep(run_dir: Path, results: list[dict[str, Any]]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["n_tools"] for r in results]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key in ("top1", "top5", "top10", "top1_fp32", "top1_gate"):
+        if all(key in r for r in results):
+            ax.plot(sizes, [r[key] for r in results], marker="o", label=key)
+    ax.set_xscale("log")
+    ax.set_xlabel("registry size (tools)")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title("Routing accuracy vs registry size")
+    path = run_dir / "accuracy_vs_size.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    (run_dir / "sweep.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return path

@@ -1,0 +1,79 @@
+"""`nexus bench`: measured benchmarks that write into a run folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(help="Benchmarks (results go to a run folder).", no_args_is_help=True)
+err = Console(stderr=True)
+
+
+def _parse_sizes(sizes: str | None) -> list[int]:
+    return [int(s) for s in sizes.split(",") if s.strip()] if sizes else []
+
+
+@app.command("routing")
+def routing(
+    tools: Optional[Path] = typer.Option(None, help="tools file (any format the registry loads)"),
+    queries: Optional[Path] = typer.Option(None, help="queries JSONL ({id, query, tool, arguments})"),
+    sizes: Optional[str] = typer.Option(None, help="sweep: comma-separated registry sizes built from --src"),
+    src: Optional[Path] = typer.Option(None, help="BFCL folder for --sizes (default: <data_dir>/bfcl)"),
+    seed: int = typer.Option(0, help="dataset seed for --sizes"),
+    no_tool: int = typer.Option(0, "--no-tool", help="no-tool queries mixed in for --sizes"),
+    scale: int = typer.Option(10_000, help="also time lookups on a table tiled to this many rows (0: skip)"),
+    gate: bool = typer.Option(False, "--gate", help="rerank and decide with the boundary gate"),
+    gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: the cache's)"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here"),
+    run_dir: Optional[Path] = typer.Option(None, help="run folder (default: runs/<time>-routing)"),
+) -> None:
+    """Top-k accuracy, MRR, INT8-vs-fp32 and lookup latency of the SLB."""
+    from nexus.bench import routing as bench
+    from nexus.bench.bfcl import build_dataset, write_dataset
+    from nexus.bench.runfolder import new_run_dir, write_meta
+    from nexus.config import Settings
+    from nexus.slb import HybridWeights, SentenceTransformerEmbedder
+
+    settings = Settings()
+    folder = new_run_dir(run_dir, "routing")
+    write_meta(folder, {"tools": tools, "queries": queries, "sizes": sizes, "seed": seed, "gate": gate,
+                        "gate_model": gate_model, "settings": settings.model_dump(mode="json")})
+    cases: list[tuple[Path, Path]] = []
+    if sizes:
+        source = src or settings.data_dir / "bfcl"
+        for n in _parse_sizes(sizes):
+            data_dir = folder / f"data_{n}"
+            write_dataset(data_dir, *build_dataset(source, n, seed, no_tool))
+            cases.append((data_dir / "tools.json", data_dir / "queries.jsonl"))
+    elif tools and queries:
+        cases.append((tools, queries))
+    else:
+        raise typer.BadParameter("give --tools and --queries, or --sizes")
+    embedder = SentenceTransformerEmbedder(settings.embedder)
+    weights = HybridWeights(settings.lexical_weight, settings.name_bonus)
+    results = []
+    for tools_path, queries_path in cases:
+        err.print(f"[bold]routing[/] {tools_path}")
+        result = bench.run_routing(tools_path, queries_path, embedder, weights, folder, gate=gate, gate_model=gate_model)
+        results.append(result)
+        err.print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in result.items()})
+    if scale:
+        from nexus.bench.bfcl import read_queries
+
+        last_tools, last_queries = cases[-1]
+        results[-1]["lookup_at_scale"] = bench.lookup_at_scale_from_files(last_tools, read_queries(last_queries), embedder, weights, scale)
+        err.print(results[-1]["lookup_at_scale"])
+    output = results[0] if len(results) == 1 else {"sweep": results}
+    if len(results) > 1:
+        output["plot"] = str(bench.plot_sweep(folder, results))
+    text = json.dumps(output, indent=2)
+    (folder / "result.json").write_text(text, encoding="utf-8")
+    if json_out:
+        json_out.write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    err.print(f"run folder: {folder}")
