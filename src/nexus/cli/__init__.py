@@ -6,12 +6,13 @@ import logging
 
 import typer
 
-from nexus.cli import bench, data, servers
+from nexus.cli import bench, data, gate, servers
 
 app = typer.Typer(help="Nexus: fast tool routing for agentic LLMs with large MCP registries.", no_args_is_help=True)
 app.add_typer(data.app, name="data")
 app.add_typer(bench.app, name="bench")
 app.add_typer(servers.app, name="servers")
+app.add_typer(gate.app, name="gate")
 
 
 @app.callback()

@@ -1,0 +1,195 @@
+"""`nexus gate`: train, evaluate and try the boundary gate (thin: parse, build settings, call the library)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(help="The calibrated cross-encoder boundary gate.", no_args_is_help=True)
+err = Console(stderr=True)
+
+
+def _registry(paths: List[Path]):
+    from nexus.registry import Registry, load_tools_file
+
+    registry = Registry()
+    for path in paths:
+        registry.set_source(path.stem, load_tools_file(path))
+    return registry
+
+
+def _slb(registry, settings, cache: bool = True):
+    from nexus.slb import HybridWeights, SemanticLookasideBuffer, SentenceTransformerEmbedder
+
+    slb = SemanticLookasideBuffer(SentenceTransformerEmbedder(settings.embedder),
+                                  HybridWeights(settings.lexical_weight, settings.name_bonus))
+    if cache:
+        slb.open(settings.cache_dir / "gate" / f"slb-{registry.content_hash()[:16]}.idx", registry)
+    else:
+        slb.sync(registry)
+    return slb
+
+
+def _threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+
+
+@app.command("train")
+def train(
+    tools: List[Path] = typer.Option(..., help="training registry: tools file(s) (MCP, OpenAI or BFCL form)"),
+    queries: List[Path] = typer.Option([], help="labelled turns JSONL ({id, query, tool}); tool null = no tool"),
+    self_supervised: bool = typer.Option(True, "--self/--no-self", help="also train on pseudo-queries from the tools' docs"),
+    base: Optional[Path] = typer.Option(None, help="HF cross-encoder/encoder folder to start from (default: packaged MiniLM)"),
+    out: Optional[Path] = typer.Option(None, help="model folder (default: <cache_dir>/gate/default)"),
+    steps: Optional[int] = typer.Option(None, help="cap on optimiser steps"),
+    epochs: Optional[float] = typer.Option(None, help="passes over the training groups (before the cap)"),
+    seed: int = typer.Option(0, help="random seed"),
+    time_budget: Optional[float] = typer.Option(None, help="stop training after this many seconds"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="write the training report here"),
+) -> None:
+    """Fine-tune and calibrate the cross-encoder; saves a versioned model folder."""
+    from dataclasses import asdict, replace
+
+    from nexus.config import Settings
+    from nexus.gate.bench import default_model_dir, name_to_key
+    from nexus.gate.config import GateSettings
+    from nexus.gate.data import LabelledTurn, read_turns
+    from nexus.gate.probabilities import RiskTargets
+    from nexus.gate.training import TrainConfig, train_gate
+
+    settings, gs = Settings(), GateSettings()
+    _threads(gs.threads)
+    registry = _registry(tools)
+    mapping = name_to_key(registry)
+    turns = []
+    for path in queries:
+        for t in read_turns(path):
+            keys = tuple(mapping.get(n, n) for n in t.tools)
+            turns.append(LabelledTurn(t.id, t.query, keys, t.history))
+    config = TrainConfig(base_model=str(base or gs.base_model) if (base or gs.base_model) else None, seed=seed,
+                         k=gs.k, time_budget_s=time_budget,
+                         targets=RiskTargets(gs.risk_route, gs.risk_no_tool, gs.risk_shortlist, gs.shortlist_k))
+    if steps is not None:
+        config = replace(config, max_steps=steps)
+    if epochs is not None:
+        config = replace(config, epochs=epochs)
+    err.print(f"[bold]gate train[/] {len(registry)} tools, {len(turns)} labelled turns, self-supervision {'on' if self_supervised else 'off'}")
+    slb = _slb(registry, settings)
+    target = out or gs.model or default_model_dir(settings.cache_dir)
+    model, report = train_gate(registry, slb, turns, self_supervised, config, target, progress=_progress_bar())
+    text = json.dumps({"model": str(target), **asdict(report)}, indent=2, default=str)
+    if json_out:
+        json_out.write_text(text, encoding="utf-8")
+    print(text)
+
+
+def _progress_bar():
+    """A rich progress bar on a TTY; plain log lines otherwise."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]:.3f}"),
+                   TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
+    tasks: dict[str, int] = {}
+
+    def update(stage: str, done: int, total: int, loss: float) -> None:
+        if stage not in tasks:
+            if not tasks:
+                bar.start()
+            tasks[stage] = bar.add_task(stage, total=total, loss=float("nan"))
+        bar.update(tasks[stage], completed=done, total=total, loss=loss)
+        if stage == "calibrate" and done >= total:
+            bar.stop()
+
+    return update
+
+
+@app.command("pool")
+def pool(
+    src: Optional[Path] = typer.Option(None, help="BFCL folder (default: <data_dir>/bfcl)"),
+    exclude: List[Path] = typer.Option([], help="tools file(s) of test registries: no tool of theirs is kept"),
+    out: Path = typer.Option(..., help="output folder for tools.json and queries.jsonl"),
+) -> None:
+    """Write a tool-disjoint BFCL training pool (irrelevance as no-tool turns; live_irrelevance never used)."""
+    from nexus.bench.bfcl import write_dataset
+    from nexus.config import Settings
+    from nexus.gate.bench import bfcl_training_pool
+    from nexus.registry import load_tools_file
+
+    source = src or Settings().data_dir / "bfcl"
+    excluded = [t for path in exclude for t in load_tools_file(path)]
+    tools, turns, stats = bfcl_training_pool(source, excluded)
+    write_dataset(out, tools, turns)
+    err.print(stats)
+
+
+@app.command("eval")
+def evaluate(
+    tools: Path = typer.Option(..., help="test registry tools file"),
+    queries: Path = typer.Option(..., help="queries JSONL ({id, query, tool}); tool null = no tool"),
+    model: Optional[Path] = typer.Option(None, help="gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
+    multi_src: Optional[Path] = typer.Option(None, "--multi", help="BFCL folder: also report complete-set recall on parallel_multiple"),
+    run_dir: Optional[Path] = typer.Option(None, help="where rows, plots and the result go"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here"),
+) -> None:
+    """Measure the gate on a registry and labelled queries (the figures `nexus bench routing --gate` adds)."""
+    from nexus.bench.bfcl import read_queries
+    from nexus.config import Settings
+    from nexus.gate.bench import bfcl_multi_call, gate_metrics, load_gate, multi_call_metrics
+    from nexus.gate.config import GateSettings
+    from nexus.gate.gate import BoundaryGate
+    from nexus.registry import Registry
+
+    settings, gs = Settings(), GateSettings()
+    _threads(gs.threads)
+    gate_model = load_gate(model or gs.model)
+    registry = _registry([tools])
+    slb = _slb(registry, settings, cache=False)
+    folder = run_dir or Path("runs") / f"gate-{tools.parent.name}"
+    gate = BoundaryGate(slb, registry, gate_model, k=gs.k, shortlist_k=gs.shortlist_k, context_turns=gs.context_turns)
+    result = {"n_tools": len(registry), **gate_metrics(slb, registry, read_queries(queries), gate, folder)}
+    if multi_src:
+        mtools, mturns = bfcl_multi_call(multi_src)
+        mreg = Registry()
+        mreg.set_source("parallel_multiple", mtools)
+        mslb = _slb(mreg, settings, cache=False)
+        mgate = BoundaryGate(mslb, mreg, gate_model, k=gs.k, shortlist_k=gs.shortlist_k)
+        result.update({"multi_n_tools": len(mreg), **multi_call_metrics(mgate, mturns)})
+    text = json.dumps(result, indent=2)
+    (Path(folder) / "result.json").write_text(text, encoding="utf-8")
+    if json_out:
+        json_out.write_text(text, encoding="utf-8")
+    print(text)
+
+
+@app.command("decide")
+def decide(
+    turn: str = typer.Argument(..., help="the user turn"),
+    tools: List[Path] = typer.Option(..., help="registry tools file(s)"),
+    history: List[str] = typer.Option([], help="earlier user turns, oldest first"),
+    model: Optional[Path] = typer.Option(None, help="gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
+) -> None:
+    """Decide one turn and print the Decision as JSON."""
+    from nexus.config import Settings
+    from nexus.gate.bench import load_gate
+    from nexus.gate.config import GateSettings
+    from nexus.gate.gate import BoundaryGate
+
+    settings, gs = Settings(), GateSettings()
+    _threads(gs.threads)
+    registry = _registry(tools)
+    slb = _slb(registry, settings)
+    gate = BoundaryGate(slb, registry, load_gate(model or gs.model), k=gs.k, shortlist_k=gs.shortlist_k,
+                        context_turns=gs.context_turns, log_path=gs.decision_log)
+    d = gate.decide(turn, history=history)
+    print(json.dumps({"action": d.action.value, "tool": d.tool, "p_top1": round(d.p_top1, 4), "p_no_tool": round(d.p_no_tool, 4),
+                      "candidates": [{"key": h.key, "score": round(s, 3)} for h, s in zip(d.candidates, d.scores)],
+                      "gate_ms": round(d.gate_ms, 1)}, indent=2))

@@ -1,0 +1,264 @@
+"""Measuring the gate: the metrics `nexus bench routing --gate` adds, its plots, multi-call recall, and the
+BFCL tool-disjoint training pool.
+
+`gate_metrics(slb, registry, queries, gate, run_dir)` returns `top1_gate`, `coverage` (share of relevant
+turns decided ROUTE), `selective_accuracy` (accuracy of those), `ece` (of p_top1 on relevant turns, 15
+bins), `no_tool_auroc` (p_no_tool, `tool: null` turns vs relevant ones), `gate_ms_p50`, `gate_ms_p99`, and
+more; raw rows go to `run_dir/gate_rows.jsonl`, plots to `risk_coverage.png` and `reliability.png`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from nexus.gate.calibration import auroc, expected_calibration_error, reliability_bins, risk_coverage
+from nexus.gate.decision import Action
+from nexus.gate.gate import BoundaryGate
+from nexus.gate.model import GateModel, GateModelError
+from nexus.registry import Registry, Tool
+from nexus.slb.index import SemanticLookasideBuffer
+
+log = logging.getLogger(__name__)
+
+
+def default_model_dir(cache_dir: Path) -> Path:
+    return Path(cache_dir) / "gate" / "default"
+
+
+def load_gate(path: str | Path | None = None) -> GateModel:
+    """A saved gate model; `None` means the cache's default (`<cache_dir>/gate/default`)."""
+    if path is None:
+        from nexus.config import Settings
+
+        path = default_model_dir(Settings().cache_dir)
+        if not path.exists():
+            raise GateModelError(f"no gate model in the cache ({path}); train one with `nexus gate train` or pass --gate-model")
+    return GateModel.load(path)
+
+
+def name_to_key(registry: Registry) -> dict[str, str]:
+    """Tool names (and keys) to registry keys; a bare name offered by two sources maps to nothing."""
+    by_name: dict[str, list[str]] = {}
+    for key, tool in registry.items():
+        by_name.setdefault(tool.name, []).append(key)
+    mapping = {name: keys[0] for name, keys in by_name.items() if len(keys) == 1}
+    mapping.update({key: key for key in registry.keys()})
+    return mapping
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else float("nan")
+
+
+def gate_metrics(slb: SemanticLookasideBuffer, registry: Registry, queries: Sequence[dict[str, Any]], gate: Any,
+                 run_dir: str | Path | None = None) -> dict[str, Any]:
+    """Decide every query with the gate and measure ranking, calibration, selectivity, no-tool and latency."""
+    if isinstance(gate, GateModel):
+        gate = BoundaryGate(slb, registry, gate)
+    mapping = name_to_key(registry)
+    rows = []
+    for q in queries:
+        name = q.get("tool")
+        gold = mapping.get(name) if name else None
+        if name and gold is None:
+            continue  # gold tool not in this registry: not a routing question
+        history = q.get("history") or ()
+        hits = slb.search(q["query"], k=gate.k)
+        decision = gate.decide(q["query"], history=history, hits=hits)
+        keys = [h.key for h in decision.candidates]
+        rows.append({
+            "id": q.get("id"), "gold": gold, "action": decision.action.value, "top1": keys[0] if keys else None,
+            "slb_top1": hits[0].key if hits else None, "candidates": keys, "p_top1": decision.p_top1,
+            "p_no_tool": decision.p_no_tool, "gate_ms": decision.gate_ms,
+            "in_topk": bool(gold and gold in {h.key for h in hits}),
+        })
+    rel = [r for r in rows if r["gold"]]
+    nt = [r for r in rows if not r["gold"]]
+    correct = np.array([r["top1"] == r["gold"] for r in rel], dtype=float)
+    p_top1 = np.array([r["p_top1"] for r in rel])
+    routed = np.array([r["action"] == Action.ROUTE.value for r in rel], dtype=bool)
+    p_nt = np.array([r["p_no_tool"] for r in rows])
+    is_nt = np.array([not r["gold"] for r in rows])
+    shortlisted = [r for r in rel if r["action"] == Action.SHORTLIST.value]
+    decided_nt = [r for r in rows if r["action"] == Action.NO_TOOL.value]
+    ms = [r["gate_ms"] for r in rows]
+    result: dict[str, Any] = {
+        "gate_model": str(getattr(gate.model.scorer, "path", gate.model.header.base_model)),
+        "gate_n_relevant": len(rel), "gate_n_no_tool": len(nt),
+        "top1_slb": float(np.mean([r["slb_top1"] == r["gold"] for r in rel])) if rel else float("nan"),
+        "top1_gate": float(correct.mean()) if rel else float("nan"),
+        "topk_slb": float(np.mean([r["in_topk"] for r in rel])) if rel else float("nan"),
+        "coverage": float(routed.mean()) if rel else float("nan"),
+        "selective_accuracy": float(correct[routed].mean()) if routed.any() else float("nan"),
+        "ece": expected_calibration_error(p_top1, correct) if rel else float("nan"),
+        "no_tool_auroc": auroc(p_nt, is_nt) if nt and rel else float("nan"),
+        "ece_no_tool": expected_calibration_error(p_nt, is_nt) if rows else float("nan"),
+        "no_tool_precision": float(np.mean([not r["gold"] for r in decided_nt])) if decided_nt else float("nan"),
+        "no_tool_recall": float(np.mean([r["action"] == Action.NO_TOOL.value for r in nt])) if nt else float("nan"),
+        "shortlist_recall": float(np.mean([r["gold"] in r["candidates"] for r in shortlisted])) if shortlisted else float("nan"),
+        "actions_relevant": dict(Counter(r["action"] for r in rel)),
+        "actions_no_tool": dict(Counter(r["action"] for r in nt)),
+        "thresholds": gate.model.calibration.thresholds.to_dict(),
+        "gate_ms_p50": _pct(ms, 50), "gate_ms_p99": _pct(ms, 99),
+    }
+    if rel:
+        cov, risk, _ = risk_coverage(p_top1, correct)
+        result["risk_at_coverage_0.8"] = float(risk[max(int(np.ceil(0.8 * len(rel))) - 1, 0)])
+    if run_dir is not None:
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with open(run_dir / "gate_rows.jsonl", "w", encoding="utf-8") as handle:
+            for r in rows:
+                handle.write(json.dumps(r, ensure_ascii=False) + "\n")
+        if rel:
+            result["plots"] = [str(plot_risk_coverage(run_dir, p_top1, correct, routed)),
+                               str(plot_reliability(run_dir, p_top1, correct))]
+        (run_dir / "gate_result.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
+
+
+# -- plots (matplotlib Agg, drawn from the rows above) -----------------------------------------------------
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_risk_coverage(run_dir: Path, p_top1: np.ndarray, correct: np.ndarray, routed: np.ndarray) -> Path:
+    plt = _pyplot()
+    cov, risk, _ = risk_coverage(p_top1, correct)
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    ax.plot(cov, risk, label="gate (sorted by p_top1)")
+    ax.axhline(1 - correct.mean(), color="grey", ls=":", label="route everything")
+    if routed.any():
+        ax.scatter([routed.mean()], [1 - correct[routed].mean()], color="red", zorder=3, label="operating point (ROUTE)")
+    ax.set_xlabel("coverage (share of relevant turns routed)")
+    ax.set_ylabel("selective risk (error rate of routed)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, max(0.05, float(1 - correct.mean()) * 1.1))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("Risk-coverage of the boundary gate")
+    path = run_dir / "risk_coverage.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_reliability(run_dir: Path, p: np.ndarray, y: np.ndarray, name: str = "reliability.png", what: str = "p(top-1 correct)") -> Path:
+    plt = _pyplot()
+    counts, conf, acc = reliability_bins(p, y)
+    edges = np.linspace(0, 1, len(counts) + 1)
+    centres = (edges[:-1] + edges[1:]) / 2
+    used = counts > 0
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(5, 5.5), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
+    ax.bar(centres[used], acc[used], width=1 / len(counts), edgecolor="k", alpha=0.7, label="accuracy")
+    ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
+    ax.scatter(conf[used], acc[used], color="red", s=12, zorder=3, label="bin mean confidence")
+    ax.set_ylabel("observed accuracy")
+    ax.set_title(f"Reliability of {what}  (ECE {expected_calibration_error(p, y):.3f}, 15 bins)")
+    ax.legend(fontsize=8)
+    ax2.bar(centres, counts, width=1 / len(counts), edgecolor="k")
+    ax2.set_yscale("log")
+    ax2.set_xlabel("predicted probability")
+    ax2.set_ylabel("turns")
+    path = run_dir / name
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# -- multi-call turns ------------------------------------------------------------------------------------
+def multi_call_metrics(gate: BoundaryGate, turns: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+    """Complete-set recall for turns that need several tools: is every needed tool in what the LLM sees?"""
+    mapping = name_to_key(gate.registry)
+    rows = []
+    for query, names in turns:
+        gold = {mapping.get(n) for n in names}
+        if None in gold or len(gold) < 2:
+            continue
+        hits = gate.slb.search(query, k=gate.k)
+        d = gate.decide(query, hits=hits)
+        seen = {h.key for h in d.candidates}
+        rows.append({"action": d.action.value, "slb": gold <= {h.key for h in hits}, "gate": gold <= seen,
+                     "gate_top5": gold <= {h.key for h in d.candidates[:5]}, "size": len(gold),
+                     "visible": gold <= seen if d.action in (Action.SHORTLIST, Action.FALLBACK) else d.action is Action.FALLBACK})
+    n = len(rows)
+    return {
+        "multi_n_turns": n,
+        "set_recall_slb_top10": float(np.mean([r["slb"] for r in rows])) if n else float("nan"),
+        "set_recall_gate_candidates": float(np.mean([r["gate"] for r in rows])) if n else float("nan"),
+        "set_recall_gate_top5": float(np.mean([r["gate_top5"] for r in rows])) if n else float("nan"),
+        "set_recall_decided": float(np.mean([r["visible"] for r in rows])) if n else float("nan"),
+        "multi_routed_share": float(np.mean([r["action"] == Action.ROUTE.value for r in rows])) if n else float("nan"),
+        "multi_actions": dict(Counter(r["action"] for r in rows)),
+    }
+
+
+def bfcl_multi_call(src: Path, category: str = "parallel_multiple") -> tuple[list[Tool], list[tuple[str, list[str]]]]:
+    """BFCL multi-call turns: (the union of their function docs as tools, [(query, needed names)])."""
+    from nexus.bench.bfcl import load_category, to_mcp
+    from nexus.bench.bfcl import _jsonl  # the raw ground truth lists every call
+
+    from nexus.registry.tool import check_tool
+
+    answers = {r["id"]: r["ground_truth"] for r in _jsonl(Path(src) / "possible_answer" / f"BFCL_v4_{category}.json")}
+    tools: dict[str, Tool] = {}
+    turns = []
+    for item in load_category(Path(src), category):
+        for fn in item.functions:
+            if fn.get("name") not in tools:
+                tools[fn["name"]] = check_tool(to_mcp(fn), category, f"{category}:{item.id}")
+        names = sorted({name for call in answers.get(item.id, []) for name in call})
+        turns.append((item.query, names))
+    return list(tools.values()), turns
+
+
+# -- BFCL tool-disjoint training pool -------------------------------------------------------------------
+def bfcl_training_pool(src: Path, exclude: Sequence[Tool]) -> tuple[list[dict], list[dict], dict]:
+    """Training tools and turns from BFCL that share no tool (name, SGD family, description) with `exclude`.
+
+    Relevant turns: the single-call categories. No-tool turns: `irrelevance` only (`live_irrelevance` is kept
+    for evaluation). The pool's registry is every function offered by those records, each gold tool with its
+    own query's definition.
+    """
+    from nexus.bench.bfcl import load_category, load_single_call, to_mcp
+
+    from nexus.errors import ToolLoadError
+    from nexus.gate.data import tool_disjoint
+    from nexus.registry.tool import check_tool
+
+    items = load_single_call(Path(src))
+    irrelevant = load_category(Path(src), "irrelevance")
+    fns: dict[str, dict] = {}
+    for item in items:
+        fns.setdefault(item.gold, item.gold_function())
+    for item in list(items) + list(irrelevant):
+        for fn in item.functions:
+            if fn.get("name"):
+                fns.setdefault(fn["name"], fn)
+    tools, bad = [], 0
+    for name, fn in fns.items():
+        try:
+            tools.append(check_tool(to_mcp(fn), "bfcl", f"bfcl:{name}"))
+        except ToolLoadError:
+            bad += 1
+    kept = {t.name for t in tool_disjoint(tools, exclude)}
+    pool = [t.to_mcp() for t in tools if t.name in kept]
+    turns = [{"id": i.id, "query": i.query, "tool": i.gold, "arguments": i.arguments} for i in items if i.gold in kept]
+    turns += [{"id": i.id, "query": i.query, "tool": None, "arguments": {}} for i in irrelevant]
+    stats = {"pool_tools": len(pool), "excluded_tools": len(tools) - len(pool), "invalid_tools": bad,
+             "relevant_turns": sum(1 for t in turns if t["tool"]), "no_tool_turns": len(irrelevant),
+             "dropped_turns": len(items) - sum(1 for t in turns if t["tool"])}
+    return pool, turns, stats

