@@ -64,7 +64,9 @@ def detect_format(data: Any) -> str:
 
 
 def _mcp_items(data: Any) -> list[Any]:
-    return data["tools"] if isinstance(data, dict) else (data if isinstance(data, list) else [data])
+    if isinstance(data, dict):
+        return data["tools"] if isinstance(data.get("tools"), list) else [data]
+    return data if isinstance(data, list) else [data]
 
 
 def _from_function(fn: Any) -> Any:

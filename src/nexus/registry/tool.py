@@ -87,9 +87,15 @@ def check_schema(schema: Any, where: str) -> None:
     kind = schema.get("type", "object")
     if kind != "object":
         raise ToolLoadError(f"{where}: inputSchema type must be 'object', got {kind!r}")
-    validator = validators.validator_for(schema, default=validators.Draft202012Validator)
-    try:
-        validator.check_schema(schema)
-    except js_exceptions.SchemaError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise ToolLoadError(f"{where}: inputSchema is not valid JSON Schema at {path}: {exc.message}") from None
+    declared = validators.validator_for(schema, default=None) if "$schema" in schema else None
+    # Without `$schema`, real servers emit draft-04/07 idioms (e.g. boolean exclusiveMinimum): accept any common draft.
+    candidates = [declared] if declared else [validators.Draft202012Validator, validators.Draft7Validator, validators.Draft4Validator]
+    first_error = None
+    for validator in candidates:
+        try:
+            validator.check_schema(schema)
+            return
+        except js_exceptions.SchemaError as exc:
+            first_error = first_error or exc
+    path = "/".join(str(p) for p in first_error.absolute_path) or "(root)"
+    raise ToolLoadError(f"{where}: inputSchema is not valid JSON Schema at {path}: {first_error.message}")

@@ -16,7 +16,9 @@ from typing import Any, Mapping
 from nexus.registry.tool import Tool
 
 SHORT_TYPES = {"string": "str", "integer": "int", "number": "num", "boolean": "bool", "object": "obj", "array": "list", "null": "null"}
-MAX_ENUM_VALUES = 4
+MAX_ENUM_VALUES = 3
+MAX_OPTIONAL_SHOWN = 2  # the grammar built from the full schema still offers every parameter
+FILLER = re.compile(r"^(this (function|tool|endpoint|api|method) (will )?|a (function|tool) (that|to) |(used|allows you) to )", re.IGNORECASE)
 MAX_ENUM_CHARS = 16
 
 
@@ -31,13 +33,18 @@ def short_type(schema: Mapping[str, Any]) -> str:
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "any")
     if kind == "array":
-        return f"list[{short_type(schema.get('items') or {})}]"
+        return f"{short_type(schema.get('items') or {}) or 'str'}[]"
     if kind is None:
         for key in ("anyOf", "oneOf"):
             if isinstance(schema.get(key), list) and schema[key]:
                 return short_type(schema[key][0])
         return "any"
     return SHORT_TYPES.get(str(kind), str(kind))
+
+
+def param_text(name: str, schema: Mapping[str, Any], optional: bool) -> str:
+    kind = short_type(schema)
+    return f"{name}{'?' if optional else ''}" + ("" if kind == "str" else f":{kind}")
 
 
 def first_sentence(text: str, max_words: int) -> str:
@@ -48,15 +55,17 @@ def first_sentence(text: str, max_words: int) -> str:
     return " ".join(words[:max_words]) + ("…" if len(words) > max_words else "")
 
 
-def compile_signature(key: str, tool: Tool, max_words: int = 10) -> str:
-    """`name(req:type, opt?:type) short description`: the LLM's whole view of a shortlisted tool."""
+def compile_signature(key: str, tool: Tool, max_words: int = 4) -> str:
+    """`name(req, req:int, opt?:a|b) short description`: the LLM's view of a shortlisted tool.
+
+    Strings carry no type mark; required parameters all show, optional ones up to MAX_OPTIONAL_SHOWN.
+    """
     props = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or [])
-    params = []
-    for name, sub in props.items():
-        mark = "" if name in required else "?"
-        params.append(f"{name}{mark}:{short_type(sub)}")
-    summary = first_sentence(tool.description, max_words)
+    params = [param_text(n, sub, False) for n, sub in props.items() if n in required]
+    optional = [param_text(n, sub, True) for n, sub in props.items() if n not in required]
+    params += optional[:MAX_OPTIONAL_SHOWN] + (["…"] if len(optional) > MAX_OPTIONAL_SHOWN else [])
+    summary = first_sentence(FILLER.sub("", tool.description.strip()), max_words)
     return f"{key}({', '.join(params)}) {summary}".rstrip()
 
 

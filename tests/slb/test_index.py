@@ -1,0 +1,117 @@
+import logging
+
+import numpy as np
+import pytest
+
+from nexus.errors import IndexFileError
+from nexus.registry import Registry, Tool
+from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+from nexus.slb.store import load_index
+
+OBJ = {"type": "object", "properties": {}}
+
+
+def registry_of(n=40, prefix="tool"):
+    registry = Registry()
+    registry.set_source("s", [Tool(f"{prefix}_{i}", f"does thing number {i} with widget{i}", OBJ, "s") for i in range(n)])
+    return registry
+
+
+def test_sync_is_incremental():
+    registry = registry_of()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    assert slb.sync(registry).embedded == 40
+    tools = [registry.get(k) for k in registry.keys()]
+    tools[3] = Tool(tools[3].name, "a completely new description", OBJ, "s")
+    registry.set_source("s", tools[:-1])
+    stats = slb.sync(registry)
+    assert (stats.embedded, stats.reused, stats.removed) == (1, 38, 2)
+    assert len(slb) == 39 and "tool_39" not in slb.keys
+
+
+def test_search_names_and_lexical_channel():
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry_of())
+    hits = slb.search("please run tool_17 now", k=5)
+    assert hits[0].key == "tool_17" and hits[0].lexical > 0.9
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_plain_word_names_get_no_exact_match_bonus():
+    registry = Registry()
+    registry.set_source("s", [Tool("search", "find documents", OBJ, "s"), Tool("weather.get", "forecast", OBJ, "s")])
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry)
+    bonus = slb._lexical.name_matches("search the weather.get tool")
+    assert bonus.tolist() == [0.0, 1.0]
+
+
+def test_persistence_round_trip(tmp_path):
+    path = tmp_path / "slb.idx"
+    registry = registry_of()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry)
+    slb.save(path)
+    loaded = SemanticLookasideBuffer(HashEmbedder())
+    loaded.load(path)
+    assert loaded.keys == slb.keys and np.array_equal(loaded.codes, slb.codes)
+    assert isinstance(loaded.codes.base, np.memmap) or isinstance(loaded.codes, np.memmap) or loaded.codes.base is not None
+    assert loaded.search("widget7", k=1)[0].key == slb.search("widget7", k=1)[0].key
+    assert loaded.sync(registry).embedded == 0  # nothing to re-embed after a load
+
+
+def test_corrupt_file_is_detected_and_rebuilt(tmp_path, caplog):
+    path = tmp_path / "slb.idx"
+    registry = registry_of()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry)
+    slb.save(path)
+    raw = bytearray(path.read_bytes())
+    raw[-5] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(IndexFileError, match="checksum"):
+        load_index(path)
+    fresh = SemanticLookasideBuffer(HashEmbedder())
+    with caplog.at_level(logging.WARNING):
+        stats = fresh.open(path, registry)
+    assert "rebuilding" in caplog.text and stats.embedded == 40
+    load_index(path)  # rewritten, valid again
+
+
+@pytest.mark.parametrize("damage", [lambda b: b[:20], lambda b: b"garbage" + b[7:], lambda b: b[:-100]])
+def test_truncated_or_foreign_files_are_refused(tmp_path, damage):
+    path = tmp_path / "slb.idx"
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry_of())
+    slb.save(path)
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(IndexFileError):
+        SemanticLookasideBuffer(HashEmbedder()).load(path)
+
+
+def test_embedder_mismatch_is_refused(tmp_path):
+    path = tmp_path / "slb.idx"
+    slb = SemanticLookasideBuffer(HashEmbedder(64))
+    slb.sync(registry_of())
+    slb.save(path)
+    with pytest.raises(IndexFileError, match="embedder"):
+        SemanticLookasideBuffer(HashEmbedder(32)).load(path)
+
+
+def test_real_minilm_routes_and_int8_matches_fp32(minilm):
+    registry = Registry()
+    registry.set_source("s", [
+        Tool("get_current_time", "Get the current time in a given IANA timezone", OBJ, "s"),
+        Tool("git_commit", "Record changes to the git repository with a message", OBJ, "s"),
+        Tool("read_query", "Execute a SELECT query on the SQLite database", OBJ, "s"),
+        Tool("create_entities", "Create entities in the knowledge graph memory", OBJ, "s"),
+    ])
+    slb = SemanticLookasideBuffer(minilm, keep_fp32=True)
+    slb.sync(registry)
+    expected = {"what time is it in Tokyo right now?": "get_current_time",
+                "commit my staged changes saying 'fix typo'": "git_commit",
+                "select all rows from the users table": "read_query"}
+    for query, tool in expected.items():
+        assert slb.search(query, k=1)[0].key == tool
+        vec = minilm.embed([query])[0]
+        assert np.max(np.abs(slb.scores(query, vec) - slb.scores(query, vec, precision="fp32"))) < 0.01
