@@ -6,11 +6,12 @@ import logging
 
 import typer
 
-from nexus.cli import bench, data, gate, servers
+from nexus.cli import bench, data, gate, latency, servers
 
 app = typer.Typer(help="Nexus: fast tool routing for agentic LLMs with large MCP registries.", no_args_is_help=True)
 app.add_typer(data.app, name="data")
 app.add_typer(bench.app, name="bench")
+latency.register(bench.app)
 app.add_typer(servers.app, name="servers")
 app.add_typer(gate.app, name="gate")
 

