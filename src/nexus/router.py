@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol, Sequence
 
 from nexus.gate.decision import Action, Decision
+from nexus.gate.gate import is_follow_up
 from nexus.llm.base import LLMBackend, Prompt
 from nexus.llm.calls import ToolCall, ToolCaller
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line
@@ -146,7 +147,9 @@ class Router:
         looked_up = time.perf_counter()
         decision = self.gate.decide(turn, history=[ex.request for ex in history], hits=hits)
         decided = time.perf_counter()
-        call = self.caller.call(turn, decision, history, fallback_order=lambda: self._ranked_keys(turn))
+        # The LLM sees earlier turns only when this one leans on them: a small model copies unrelated context.
+        context = tuple(history) if history and is_follow_up(turn) else ()
+        call = self.caller.call(turn, decision, context, fallback_order=lambda: self._ranked_keys(turn))
         end = call.t_end or time.perf_counter()
         ttfat = (call.t_first_arg - start) * 1000 if call.t_first_arg is not None else None
         timings = Timings((looked_up - start) * 1000, (decided - looked_up) * 1000, (end - decided) * 1000, ttfat,

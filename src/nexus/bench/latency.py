@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from nexus.bench.runfolder import percentile, write_jsonl
-from nexus.llm.base import LLMBackend, Prompt
+from nexus.llm.base import LLMBackend
 from nexus.llm.calls import ToolCaller
-from nexus.llm.prompts import FEW_SHOT, schema_line
 from nexus.registry import Registry, Tool
 from nexus.router import Gate, Router
 from nexus.slb.index import SemanticLookasideBuffer
@@ -160,7 +159,7 @@ def run_full(case: Case, caller: ToolCaller, warm: bool) -> list[dict[str, Any]]
     backend = caller.backend
     backend.reset()
     if warm:
-        backend.prefill(Prompt((FEW_SHOT, "Tools:\n", *lines)))
+        backend.prefill(caller.prompts.tools_prefix(lines))
     rows = []
     for q in case.queries:
         if not warm:
@@ -170,7 +169,7 @@ def run_full(case: Case, caller: ToolCaller, warm: bool) -> list[dict[str, Any]]
         gen = attempt.generation
         rows.append(_row(case, "full_warm" if warm else "full_cold", q, attempt.key, attempt.arguments,
                          attempt.error is None, (gen.t_first_token - start) * 1000, (gen.t_end - start) * 1000,
-                         gen.prompt_tokens, gen.prefilled_tokens))
+                         gen.prompt_tokens, attempt.prefilled_tokens))
     return rows
 
 

@@ -6,12 +6,13 @@ import logging
 
 import typer
 
-from nexus.cli import bench, data, gate, latency, servers, slb
+from nexus.cli import bench, data, demo, gate, latency, servers, slb
 
 app = typer.Typer(help="Nexus: fast tool routing for agentic LLMs with large MCP registries.", no_args_is_help=True)
 app.add_typer(data.app, name="data")
 app.add_typer(bench.app, name="bench")
 latency.register(bench.app)
+app.command("demo")(demo.demo)
 app.add_typer(servers.app, name="servers")
 app.add_typer(gate.app, name="gate")
 app.add_typer(slb.app, name="slb")

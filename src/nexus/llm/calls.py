@@ -57,6 +57,7 @@ class _Attempt:
     generation: Generation
     arguments: dict[str, Any] | None
     error: str | None
+    prefilled_tokens: int          # computed for this attempt: the name choice's prefill plus the arguments'
 
 
 class ToolCaller:
@@ -119,12 +120,17 @@ class ToolCaller:
     def attempt(self, turn: str, keys: Sequence[str], view: str, history: Sequence[Exchange] = ()) -> _Attempt:
         """Show `keys` (as full schemas or signatures), pick one (unless there is one), decode its arguments."""
         call = self.prompts.call_prompt(turn, self.tool_lines(keys, view), history)
-        key = keys[0] if len(keys) == 1 else self.backend.choose(call, list(keys)).option
+        chosen = 0
+        if len(keys) == 1:
+            key = keys[0]
+        else:
+            selection = self.backend.choose(call, list(keys))
+            key, chosen = selection.option, selection.prefilled_tokens
         prompt = self.prompts.arguments_prompt(call, key)
         generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema),
                                            max_tokens=self.max_arg_tokens)
         arguments, error = self.validate(key, generation.text, generation.finished)
-        return _Attempt(key, generation, arguments, error)
+        return _Attempt(key, generation, arguments, error, chosen + generation.prefilled_tokens)
 
     def call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
              fallback_order: Callable[[], Sequence[str]] | None = None) -> ToolCall:
@@ -137,7 +143,7 @@ class ToolCaller:
             first = self.attempt(turn, [h.key for h in decision.candidates], "signature", history)
         else:
             return self._fallback(turn, decision, history, fallback_order, attempts=0, errors=())
-        common = dict(prompt_tokens=first.generation.prompt_tokens, prefilled_tokens=first.generation.prefilled_tokens,
+        common = dict(prompt_tokens=first.generation.prompt_tokens, prefilled_tokens=first.prefilled_tokens,
                       t_first_arg=first.generation.t_first_token)
         if first.error is None:
             return ToolCall(first.key, first.arguments, None, True, decision.action, 1, (), t_end=first.generation.t_end,
@@ -173,7 +179,7 @@ class ToolCaller:
         result = self.attempt(turn, keys, "schema", history)
         gen = result.generation
         return ToolCall(result.key, result.arguments, None, result.error is None, Action.FALLBACK, attempts + 1,
-                        errors + ((result.error,) if result.error else ()), gen.prompt_tokens, gen.prefilled_tokens,
+                        errors + ((result.error,) if result.error else ()), gen.prompt_tokens, result.prefilled_tokens,
                         gen.t_first_token, gen.t_end, truncated)
 
     def answer(self, turn: str, history: Sequence[Exchange] = ()) -> ToolCall:

@@ -1,50 +1,65 @@
 """Prompts for the LLM path: few-shot completion for base models, the model's chat template when it has one.
 
-Every prompt is a `Prompt` of segments: the fixed header (the few-shot examples, a cacheable prefix shared
-by every path), one segment per tool line, then the conversation and the turn. The tools block carries
-only what the gate chose: the routed tool's full schema (ROUTE), the shortlist's compact signatures
-(SHORTLIST), or every full schema (FALLBACK and the full-schema baselines).
+Every prompt is a `Prompt` of segments: the fixed header (instructions and few-shot examples, a cacheable
+prefix shared by every path), one segment per tool, then the conversation and the turn. The tools block
+carries only what the gate chose: the routed tool's full schema (ROUTE), the shortlist's compact
+signatures (SHORTLIST), or every full schema (FALLBACK and the full-schema baselines). The examples are
+rendered by the same functions as the live tools, so they always look alike.
 
 >>> from nexus.registry import Tool
->>> t = Tool("get_time", "Current time in a timezone.", {"type": "object", "properties": {"tz": {"type": "string"}}}, "s")
->>> p = PromptBuilder().call_prompt("time in Paris?", [schema_line("get_time", t)])
->>> p.segments[-3:]
-('{"name": "get_time", "description": "Current time in a timezone.", "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}, "required": []}}\\n', 'Request: time in Paris?\\n', 'Tool:')
+>>> t = Tool("get_time", "Current time in a timezone.", {"type": "object", "properties": {"tz": {"type": "string",
+...          "description": "IANA name"}}, "required": ["tz"]}, "s")
+>>> PromptBuilder().call_prompt("time in Paris?", [schema_line("get_time", t)]).segments[-3:]
+('get_time(tz:str) Current time in a timezone.\\n  tz: IANA name\\n', 'Request: time in Paris?\\n', 'Tool:')
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from nexus.llm.base import Prompt
 from nexus.registry.tool import Tool
 from nexus.signatures import compile_signature
+from nexus.signatures.compiler import short_type
 
 MAX_RESULT_CHARS = 300
 
-# The examples show both tool views (signatures and a full schema) so one header serves every path.
-FEW_SHOT = (
+INSTRUCTIONS = (
     "Each request below is answered by calling one of the listed tools. After \"Tool:\" comes the name of "
     "the tool that fits the request; after \"Arguments:\" its arguments as JSON, with values taken from "
     "the request and only parameters the tool defines.\n\n"
-    "Tools:\n"
-    "get_weather(city:str, unit?:celsius|fahrenheit) Current weather for a city\n"
-    "send_email(to:str, subject:str, body?:str) Send an email\n"
-    "create_event(title:str, date:str, time?:str) Add an event to the calendar\n"
-    "Request: What's the weather like in Paris right now, in celsius?\n"
-    "Tool: get_weather\n"
-    'Arguments: {"city": "Paris", "unit": "celsius"}\n\n'
-    "Tools:\n"
-    '{"name": "convert_currency", "description": "Convert an amount of money from one currency to another.", '
-    '"parameters": {"type": "object", "properties": {"amount": {"type": "number", "description": "Amount to '
-    'convert"}, "from_currency": {"type": "string", "description": "ISO code, e.g. USD"}, "to_currency": '
-    '{"type": "string", "description": "ISO code, e.g. EUR"}}, "required": ["amount", "from_currency", '
-    '"to_currency"]}}\n'
-    "Request: How much is 250 dollars in euros?\n"
-    "Tool: convert_currency\n"
-    'Arguments: {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}\n\n'
+)
+
+
+def _example_tools() -> dict[str, Tool]:
+    def obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+        return {"type": "object", "properties": props, "required": required}
+
+    text = {"type": "string"}
+    return {
+        "get_weather": Tool("get_weather", "Current weather for a city.", obj(
+            {"city": text, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, ["city"]), "examples"),
+        "send_email": Tool("send_email", "Send an email.", obj({"to": text, "subject": text, "body": text},
+                                                             ["to", "subject"]), "examples"),
+        "create_event": Tool("create_event", "Add an event to the calendar.", obj(
+            {"title": text, "date": text, "time": text}, ["title", "date"]), "examples"),
+        "convert_currency": Tool("convert_currency", "Convert an amount of money from one currency to another.", obj(
+            {"amount": {"type": "number", "description": "Amount to convert"},
+             "from_currency": {"type": "string", "description": "ISO code, e.g. USD"},
+             "to_currency": {"type": "string", "description": "ISO code, e.g. EUR"}},
+            ["amount", "from_currency", "to_currency"]), "examples"),
+    }
+
+
+# (tools shown, as signatures or full schemas, request, tool, arguments): both views, so one header serves all paths
+EXAMPLES = (
+    (("get_weather", "send_email", "create_event"), "signature", "What's the weather like in Paris right now, in celsius?",
+     "get_weather", {"city": "Paris", "unit": "celsius"}),
+    (("convert_currency",), "schema", "How much is 250 dollars in euros?", "convert_currency",
+     {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}),
 )
 
 ANSWER_SHOT = (
@@ -54,6 +69,18 @@ ANSWER_SHOT = (
     "Request: Thanks, that's all for now.\n"
     "Answer: You're welcome, glad I could help.\n\n"
 )
+
+
+@lru_cache(maxsize=1)
+def few_shot() -> str:
+    """The few-shot examples, each ending with a blank line."""
+    tools = _example_tools()
+    blocks = []
+    for keys, view, request, tool, arguments in EXAMPLES:
+        render = schema_line if view == "schema" else signature_line
+        lines = "".join(render(k, tools[k]) for k in keys)
+        blocks.append(f"Tools:\n{lines}Request: {request}\nTool: {tool}\nArguments: {json.dumps(arguments)}\n\n")
+    return "".join(blocks)
 
 
 @dataclass(frozen=True)
@@ -67,13 +94,42 @@ class Exchange:
     answer: str | None = None
 
 
+def _annotations(schema: Mapping[str, Any]) -> str:
+    notes = []
+    if isinstance(schema.get("enum"), list):
+        notes.append("one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"]))
+    for key, label in (("default", "default"), ("format", "format"), ("pattern", "pattern"), ("minimum", "min"),
+                       ("maximum", "max"), ("minItems", "min items"), ("maxItems", "max items")):
+        if key in schema:
+            notes.append(f"{label} {json.dumps(schema[key], ensure_ascii=False)}")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _parameter_lines(schema: Mapping[str, Any], indent: str, depth: int = 0) -> list[str]:
+    """One line per parameter; nested object fields (also of arrays of objects) indented below it."""
+    lines = []
+    required = set(schema.get("required") or [])
+    for name, sub in (schema.get("properties") or {}).items():
+        if not isinstance(sub, Mapping):
+            continue
+        mark = "" if depth == 0 or name in required else "?"  # top-level marks are in the signature
+        doc = " ".join(str(sub.get("description", "")).split()) or short_type(sub)
+        lines.append(f"{indent}{name}{mark}: {doc}{_annotations(sub)}")
+        nested = sub.get("items") if isinstance(sub.get("items"), Mapping) else sub
+        if depth < 3 and isinstance(nested.get("properties"), Mapping):
+            lines += _parameter_lines(nested, indent + "  ", depth + 1)
+    return lines
+
+
 def schema_line(key: str, tool: Tool) -> str:
-    """A tool's full schema on one line (what the full-schema baselines and FALLBACK show)."""
-    schema = dict(tool.input_schema)
-    schema.setdefault("properties", {})
-    schema.setdefault("required", [])
-    body = {"name": key, "description": " ".join(tool.description.split()), "parameters": schema}
-    return json.dumps(body, ensure_ascii=False) + "\n"
+    """A tool's full schema in compact text: every parameter typed (`?` marks optional ones) and the whole
+    description, then one line per parameter with its description and constraints (nested fields indented).
+    Every path and baseline shows full schemas this way; the grammar enforces the exact JSON Schema."""
+    props = tool.input_schema.get("properties") or {}
+    required = set(tool.input_schema.get("required") or [])
+    params = ", ".join(f"{name}{'' if name in required else '?'}:{short_type(sub)}" for name, sub in props.items())
+    description = " ".join(tool.description.split())
+    return "\n".join([f"{key}({params}) {description}".rstrip(), *_parameter_lines(tool.input_schema, "  ")]) + "\n"
 
 
 def signature_line(key: str, tool: Tool) -> str:
@@ -112,7 +168,13 @@ class PromptBuilder:
         request = f"Request: {' '.join(turn.split())}\n"
         if self.chat_template:
             return self._chat(tool_lines, history, request, "Tool:")
-        return Prompt((FEW_SHOT, "Tools:\n", *tool_lines, *self._history(history), request, "Tool:"))
+        return self.tools_prefix(tool_lines).extend(*self._history(history), request, "Tool:")
+
+    def tools_prefix(self, tool_lines: Sequence[str]) -> Prompt:
+        """Header and tools block: the part of a call prompt that does not depend on the turn."""
+        if self.chat_template:
+            return Prompt(self._chat(tool_lines, (), "", "").segments[:-2], special=True)
+        return Prompt((INSTRUCTIONS + few_shot(), "Tools:\n", *tool_lines))
 
     @staticmethod
     def arguments_prompt(call: Prompt, tool_key: str) -> Prompt:
@@ -138,8 +200,8 @@ class PromptBuilder:
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
         tools_mark, turn_mark = "\ue000TOOLS\ue000", "\ue000TURN\ue000"
-        instructions = FEW_SHOT.split("\n\n", 1)[0] if tool_lines else ANSWER_SHOT.split("\n\n", 1)[0]
-        examples = FEW_SHOT.split("\n\n", 1)[1] if tool_lines else ANSWER_SHOT.split("\n\n", 1)[1]
+        instructions = INSTRUCTIONS.strip() if tool_lines else ANSWER_SHOT.split("\n\n", 1)[0]
+        examples = few_shot() if tool_lines else ANSWER_SHOT.split("\n\n", 1)[1]
         system = f"{instructions}\n\nExamples:\n{examples}" + ("Tools:\n" + tools_mark if tool_lines else "")
         messages = [{"role": "user", "content": system.rstrip("\n")}, {"role": "assistant", "content": "Ready."}]
         for ex in history:
