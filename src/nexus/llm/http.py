@@ -26,6 +26,10 @@ from nexus.llm.grammars import choice_gbnf
 TIMEOUT_S = 120.0
 
 
+class ServerUnreachable(LLMError):
+    """No connection to the server at all (as opposed to an HTTP error answer)."""
+
+
 class OpenAIHttpBackend:
     def __init__(self, base_url: str, *, model: str = "local", n_ctx: int = 8192, api_key: str | None = None,
                  grammar_field: str | None = "grammar", chat_template: str | None = None, timeout: float = TIMEOUT_S):
@@ -52,7 +56,7 @@ class OpenAIHttpBackend:
             raise LLMError(f"{url}: HTTP {exc.code}: {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise LLMError(f"cannot reach the LLM server at {url}: {reason}; is it running? (NEXUS_OPENAI_BASE_URL)") from None
+            raise ServerUnreachable(f"cannot reach the LLM server at {url}: {reason}; is it running? (NEXUS_OPENAI_BASE_URL)") from None
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         with self._request(self.base_url + path, body) as response:
@@ -92,7 +96,9 @@ class OpenAIHttpBackend:
             try:
                 with self._request(url, body) as response:
                     data = json.loads(response.read().decode("utf-8"))
-            except LLMError:
+            except ServerUnreachable:
+                raise
+            except LLMError:  # this server has no such route: try the next dialect
                 continue
             count = data.get("count", len(data.get("tokens", [])) if isinstance(data, dict) else None)
             if count is not None:
@@ -101,12 +107,15 @@ class OpenAIHttpBackend:
         raise LLMError(f"{self.base_url}: the server offers no tokenize endpoint; token accounting needs one")
 
     def count_tokens(self, prompt: Prompt) -> int:
-        """Sum of per-segment counts (segments are cached), plus one for BOS."""
-        total = 1
+        """Sum of per-segment counts (segments are cached) plus the BOS the server adds to a prompt."""
+        if "" not in self._counts:
+            self._counts[""] = self._tokenize_count("")  # what the tokenizer adds to any text (BOS), if anything
+        overhead = self._counts[""]
+        total = max(overhead, 1)
         for segment in prompt.segments:
             if segment not in self._counts:
                 self._counts[segment] = self._tokenize_count(segment)
-            total += self._counts[segment]
+            total += self._counts[segment] - overhead
         return total
 
     def _fit(self, prompt: Prompt, reserve: int) -> int:

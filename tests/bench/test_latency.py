@@ -1,0 +1,99 @@
+"""`nexus bench latency`: BFCL answer semantics, nested cases, overflow reporting, the result shape and plot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nexus.bench.latency import Case, args_match, build_cases, plot_latency, run_latency, summarise, value_matches
+from nexus.llm.scripted import ScriptedBackend
+from nexus.registry import Tool
+from nexus.router import ScoreGate
+from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+
+@pytest.mark.parametrize("predicted, allowed, ok", [
+    ({"city": "New York, NY"}, {"city": ["New York, NY", "NYC"]}, True),
+    ({"city": "new york ny"}, {"city": ["New York, NY"]}, True),            # case and punctuation insensitive
+    ({}, {"unit": ["", "celsius"]}, True),                                   # "" allowed: may be omitted
+    ({}, {"city": ["Paris"]}, False),                                        # required and missing
+    ({"city": "Paris", "x": 1}, {"city": ["Paris"]}, False),                 # unknown argument
+    ({"n": 3}, {"n": [3.0]}, True),                                          # int for a float
+    ({"n": 3.5}, {"n": [3]}, False),
+    ({"flag": 1}, {"flag": [True]}, False),                                  # booleans are not numbers
+    ({"xs": [1, 2]}, {"xs": [[1, 2]]}, True),
+    ({"xs": [2, 1]}, {"xs": [[1, 2]]}, False),
+    ({"opts": {"a": "x"}}, {"opts": [{"a": ["x", "y"], "b": [""]}]}, True),  # nested allowed-values map
+    ({"opts": {"a": "z"}}, {"opts": [{"a": ["x"]}]}, False),
+])
+def test_bfcl_answer_semantics(predicted, allowed, ok):
+    assert args_match(predicted, allowed) is ok
+
+
+def test_value_matches_strings_only_with_strings():
+    assert not value_matches(5, "5") and value_matches("Paris", "paris")
+
+
+def tools(n: int) -> list[Tool]:
+    topics = ["weather forecast city", "send email message", "stock price ticker", "translate text language",
+              "book flight ticket", "convert currency amount", "play music song", "search web pages"]
+    return [Tool(f"tool_{i}", f"{topics[i % len(topics)]} variant {i}", {
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}, "f") for i in range(n)]
+
+
+def queries(ids: list[int]) -> list[dict]:
+    return [{"id": f"q{i}", "query": f"please {i}", "tool": f"tool_{i}", "arguments": {"q": ["hello"]}} for i in ids]
+
+
+def test_cases_are_nested_and_keep_the_same_queries():
+    cases = build_cases(tools(30), queries([3, 7, 11, 3]), [5, 10, 30, 50], limit=3, seed=1)
+    assert [c.n_tools for c in cases] == [5, 10, 30]  # 50 > 30 tools: capped, the duplicate size skipped
+    assert {q["tool"] for q in cases[0].queries} == {"tool_3", "tool_7", "tool_11"}  # distinct gold tools
+    assert all(set(a.tools) <= set(b.tools) for a, b in zip(cases, cases[1:]))
+    assert all(c.queries == cases[0].queries for c in cases)
+
+
+def test_overflow_is_reported_per_path_never_truncated():
+    case = Case(2, tuple(tools(2)), tuple(queries([0])))
+    rows = [{"path": "nexus", "ttfat_ms": 100.0, "total_ms": 150.0, "context_tokens": 50, "tool_ok": True,
+             "args_ok": False, "decision": "route"}]
+    summary = summarise(case, rows, needed=5000, n_ctx=4096)
+    for metric in ("ttfat_ms_p50", "context_tokens", "tool_accuracy", "arg_accuracy"):
+        assert summary[metric]["full_cold"] == "overflow" and summary[metric]["full_warm"] == "overflow"
+    assert summary["ttfat_ms_p50"]["nexus"] == 100.0 and summary["speedup_vs_full_cold"] == "overflow"
+    assert summary["full_schema_tokens"] == 5000 and summary["context_reduction_vs_full"] == 0.99
+
+
+def test_run_latency_writes_the_specified_shape(tmp_path):
+    case_tools, case_queries = tools(12), queries([1, 5])
+    cases = build_cases(case_tools, case_queries, [4, 12], limit=2)
+    backend = ScriptedBackend(arguments=['{"q": "hello"}'], choices=["tool_1"], n_ctx=4096)
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    result = run_latency(cases, backend, slb, lambda s, r: ScoreGate(s), tmp_path)
+    assert list(result) == ["sizes"] and [s["n_tools"] for s in result["sizes"]] == [4, 12]
+    for size in result["sizes"]:
+        for metric in ("ttfat_ms_p50", "context_tokens", "tool_accuracy", "arg_accuracy"):
+            assert set(size[metric]) == {"nexus", "full_cold", "full_warm"}
+        assert isinstance(size["speedup_vs_full_cold"], float)
+        assert size["context_tokens"]["nexus"] < size["context_tokens"]["full_cold"]
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert {r["path"] for r in rows} == {"nexus", "full_cold", "full_warm"} and len(rows) == 2 * 3 * 2
+    # the warm baseline prefilled only the turn; the cold one everything
+    cold = [r for r in rows if r["path"] == "full_cold"]
+    warm = [r for r in rows if r["path"] == "full_warm"]
+    assert all(w["prefilled_tokens"] < c["prefilled_tokens"] for w, c in zip(warm, cold))
+    assert json.loads((tmp_path / "result.json").read_text()) == result
+    assert plot_latency(tmp_path).stat().st_size > 1000
+
+
+def test_overflowing_sizes_skip_the_full_paths(tmp_path):
+    cases = build_cases(tools(12), queries([1]), [12], limit=1)
+    backend = ScriptedBackend(arguments=['{"q": "hello"}'], n_ctx=300)
+    result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s), tmp_path,
+                         max_arg_tokens=32)
+    size = result["sizes"][0]
+    assert size["ttfat_ms_p50"]["full_cold"] == "overflow" and size["full_schema_tokens"] > 300
+    assert isinstance(size["ttfat_ms_p50"]["nexus"], float)
+    assert {json.loads(line)["path"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()} == {"nexus"}
+    plot_latency(tmp_path)

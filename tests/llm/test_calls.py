@@ -1,0 +1,119 @@
+"""The LLM path on a scripted backend: which prompt and grammar each decision builds, validation, the one
+bounded repair, the FALLBACK after it, plain answers, and overflow handling."""
+
+from __future__ import annotations
+
+import pytest
+
+from nexus.gate.decision import Action, Decision
+from nexus.llm.base import ContextOverflow
+from nexus.llm.calls import ToolCaller
+from nexus.llm.grammars import arguments_gbnf
+from nexus.llm.scripted import ScriptedBackend
+from nexus.registry import Registry, Tool
+from nexus.slb.index import Hit
+
+WEATHER = Tool("get_weather", "Current weather for a city.", {
+    "type": "object", "properties": {"city": {"type": "string", "description": "City name"},
+                                     "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+    "required": ["city"]}, "s")
+EMAIL = Tool("send_email", "Send an email.", {
+    "type": "object", "properties": {"to": {"type": "string"}, "subject": {"type": "string"}},
+    "required": ["to", "subject"]}, "s")
+TIME = Tool("get_time", "Current time in a timezone.", {
+    "type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}, "s")
+
+
+@pytest.fixture
+def registry() -> Registry:
+    reg = Registry()
+    reg.set_source("s", [WEATHER, EMAIL, TIME])
+    return reg
+
+
+def decision(action: Action, *keys: str) -> Decision:
+    return Decision(action, tuple(Hit(k, 1.0 - i / 10, 0.5, 0.0) for i, k in enumerate(keys)), p_top1=0.9)
+
+
+def test_route_shows_only_the_routed_schema_and_constrains_its_arguments(registry):
+    backend = ScriptedBackend(arguments=['{"city": "Paris"}'])
+    call = ToolCaller(backend, registry).call("weather in Paris?", decision(Action.ROUTE, "get_weather", "get_time"))
+    assert (call.tool, call.arguments, call.valid, call.path, call.attempts) == (
+        "get_weather", {"city": "Paris"}, True, Action.ROUTE, 1)
+    kinds = [kind for kind, _, _ in backend.calls]
+    assert kinds == ["generate"]  # the routed tool is forced: no name choice
+    _, prompt, grammar = backend.calls[0]
+    assert grammar == arguments_gbnf(WEATHER.input_schema)
+    assert "get_weather(city:str, days?:int) Current weather for a city." in prompt.text
+    assert "get_time(" not in prompt.text and "send_email(" not in prompt.text.split("Tools:\n")[-1]
+    assert prompt.text.endswith("Request: weather in Paris?\nTool: get_weather\nArguments:")
+    assert call.t_first_arg is not None and call.prompt_tokens == backend.count_tokens(prompt)
+
+
+def test_shortlist_shows_signatures_and_lets_the_model_choose(registry):
+    backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_time"])
+    call = ToolCaller(backend, registry).call("time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time"))
+    assert (call.tool, call.arguments, call.path) == ("get_time", {"timezone": "Asia/Tokyo"}, Action.SHORTLIST)
+    (kind, prompt, options), (_, args_prompt, grammar) = backend.calls
+    assert kind == "choose" and options == ("get_weather", "get_time")
+    tools_block = prompt.text.split("Tools:\n")[-1]
+    assert "get_time(timezone)" in tools_block and "  timezone:" not in tools_block  # signatures, not schemas
+    assert args_prompt.text.startswith(prompt.text) and grammar == arguments_gbnf(TIME.input_schema)
+
+
+def test_invalid_arguments_get_one_repair_with_the_full_schema(registry):
+    backend = ScriptedBackend(arguments=['{"city": "Paris", "days": 30}', '{"city": "Paris", "days": 3}'])
+    call = ToolCaller(backend, registry).call("weather in Paris for 30 days", decision(Action.ROUTE, "get_weather"))
+    assert call.valid and call.arguments == {"city": "Paris", "days": 3} and call.attempts == 2
+    assert call.path is Action.ROUTE and "days: 30 is greater than the maximum of 7" in call.errors[0]
+    repair_prompt = backend.calls[1][1].text
+    assert "Error: days: 30 is greater than the maximum of 7" in repair_prompt and "  days:" in repair_prompt
+
+
+def test_a_failed_repair_falls_back_to_all_schemas(registry):
+    backend = ScriptedBackend(arguments=["{}", '{"to": 5}', '{"city": "Paris"}'], choices=["get_weather"])
+    call = ToolCaller(backend, registry).call("weather in Paris?", decision(Action.SHORTLIST, "send_email", "get_weather"),
+                                              fallback_order=lambda: ["get_time", "get_weather", "send_email"])
+    assert call.valid and call.tool == "get_weather" and call.path is Action.FALLBACK and call.attempts == 3
+    assert len(call.errors) == 2
+    fallback_prompt = backend.calls[-2][1]  # the name choice of the fallback attempt
+    for key in ("get_weather", "send_email", "get_time"):
+        assert f"{key}(" in fallback_prompt.text.split("Tools:\n")[-1]
+    # ranked candidates first, then the rest in the given order
+    block = fallback_prompt.text.split("Tools:\n")[-1]
+    assert block.index("send_email(") < block.index("get_weather(") < block.index("get_time(")
+
+
+def test_everything_invalid_returns_an_invalid_call_with_the_reasons(registry):
+    backend = ScriptedBackend(arguments=["not json"], choices=["get_weather"])
+    call = ToolCaller(backend, registry).call("weather?", decision(Action.ROUTE, "get_weather"))
+    assert not call.valid and call.path is Action.FALLBACK and call.attempts == 3
+    assert all(e.startswith("not JSON") for e in call.errors) and len(call.errors) == 3
+
+
+def test_cut_off_arguments_are_invalid(registry):
+    caller = ToolCaller(ScriptedBackend(), registry, max_arg_tokens=8)
+    assert caller.validate("get_weather", '{"city": "Par', finished=False) == (None, "the arguments were cut off after 8 tokens")
+
+
+def test_no_tool_gives_a_plain_answer(registry):
+    backend = ScriptedBackend(answers=["You're welcome!\nRequest: more"])
+    call = ToolCaller(backend, registry).call("thanks!", Decision(Action.NO_TOOL, (), p_no_tool=0.97))
+    assert (call.tool, call.answer, call.valid, call.t_first_arg) == (None, "You're welcome!", True, None)
+    assert backend.calls[0][2] is None  # no grammar
+
+
+def test_fallback_that_does_not_fit_keeps_the_best_ranked_schemas_and_says_so(registry, caplog):
+    small = ScriptedBackend(arguments=['{"city": "Paris"}'], choices=["get_weather"], n_ctx=1)
+    caller = ToolCaller(small, registry, max_arg_tokens=16)
+    full = small.count_tokens(caller.prompts.call_prompt("weather?", caller.tool_lines(registry.keys(), "schema")))
+    small.n_ctx = full + 16 + 64 - 5  # all three schemas are just too many
+    call = caller.call("weather?", Decision(Action.FALLBACK, (Hit("get_weather", 1, 1, 0),)))
+    assert call.valid and call.fallback_truncated and "do not fit" in caplog.text
+    assert "get_weather(" in small.calls[0][1].text
+
+
+def test_overflow_is_an_error_not_a_truncation(registry):
+    backend = ScriptedBackend(n_ctx=10)
+    with pytest.raises(ContextOverflow, match="needs .* tokens but the context holds 10"):
+        ToolCaller(backend, registry).call("weather in Paris?", decision(Action.ROUTE, "get_weather"))

@@ -1,0 +1,37 @@
+"""Grammar construction: llama.cpp JSON-Schema grammars with a leading space; choices; odd schemas."""
+
+from __future__ import annotations
+
+from nexus.llm.grammars import _arguments_gbnf, arguments_gbnf, choice_gbnf, normalise_schema
+
+
+def test_arguments_grammar_starts_with_one_space_and_names_the_properties():
+    gbnf = arguments_gbnf({"type": "object", "properties": {"city": {"type": "string"},
+                                                             "unit": {"enum": ["c", "f"]}}, "required": ["city"]})
+    rules = dict(line.split(" ::= ", 1) for line in gbnf.strip().splitlines())
+    assert rules["root"] == '" " arguments'
+    assert '\\"city\\"' in rules["city-kv"] and '"\\"c\\"" | "\\"f\\""' in rules["unit"]
+    assert "root" not in "".join(v for k, v in rules.items() if k != "root")  # no dangling self-reference
+
+
+def test_parameterless_tool_gets_exactly_an_empty_object():
+    assert normalise_schema({"type": "object"})["properties"] == {}
+    rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf({"type": "object"}).strip().splitlines())
+    assert rules["arguments"].replace(" ", "") == '"{"space"}"space'
+
+
+def test_required_names_missing_from_properties_do_not_break_the_converter():
+    gbnf = arguments_gbnf({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a", "ghost"]})
+    assert "ghost" not in gbnf and "a-kv" in gbnf
+
+
+def test_unsupported_schema_falls_back_to_any_object_with_a_warning(caplog):
+    _arguments_gbnf.cache_clear()  # the warning is logged when the grammar is first built
+    gbnf = arguments_gbnf({"type": "object", "properties": {"child": {"$ref": "#"}}})  # the converter has no "#" refs
+    rules = dict(line.split(" ::= ", 1) for line in gbnf.strip().splitlines())
+    assert rules["root"] == '" " arguments' and "object" in rules["arguments"]
+    assert "no exact grammar" in caplog.text
+
+
+def test_choice_grammar_escapes_quotes():
+    assert choice_gbnf(["a", 'b"c']) == 'root ::= " a" | " b\\"c"'

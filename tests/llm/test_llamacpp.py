@@ -1,0 +1,97 @@
+"""The in-process llama.cpp backend on the packaged Gemma 3 270M: grammar-constrained generation that must
+be schema-valid, the prefix cache, constrained choice, overflow, and the KV sequence operations the next
+stage builds on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from nexus.errors import ModelError
+from nexus.llm.base import ContextOverflow, Prompt
+from nexus.llm.grammars import arguments_gbnf
+from nexus.llm.prompts import PromptBuilder, schema_line
+
+SCHEMA = {"type": "object", "properties": {
+    "city": {"type": "string", "description": "City name"},
+    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    "days": {"type": "integer", "description": "Forecast length in days"},
+    "hourly": {"type": "boolean"}}, "required": ["city", "days"]}
+
+
+@pytest.fixture(scope="module")
+def backend(gguf_path):
+    from nexus.llm.llamacpp import LlamaCppBackend
+
+    llm = LlamaCppBackend(gguf_path, n_ctx=2048, n_threads=1)
+    yield llm
+    llm.close()
+
+
+def forecast_prompt(turn: str) -> Prompt:
+    from nexus.registry import Tool
+
+    tool = Tool("get_forecast", "Weather forecast for a city.", SCHEMA, "t")
+    builder = PromptBuilder()
+    return builder.arguments_prompt(builder.call_prompt(turn, [schema_line("get_forecast", tool)]), "get_forecast")
+
+
+def test_context_is_project_controlled(backend):
+    ctx = backend.context
+    assert ctx.n_ctx == 2048 and ctx.n_seq_max >= 2
+    assert backend.model.n_swa > 0  # Gemma 3: sliding-window layers, so the context keeps a full-size SWA cache
+
+
+def test_grammar_constrained_generation_is_schema_valid(backend):
+    generation = backend.generate(forecast_prompt("Three-day forecast for Lyon in celsius"),
+                                  grammar=arguments_gbnf(SCHEMA), max_tokens=64)
+    assert generation.finished
+    arguments = json.loads(generation.text)
+    Draft202012Validator(SCHEMA).validate(arguments)
+    assert generation.t_first_token <= generation.t_end and generation.completion_tokens > 0
+
+
+def test_prefix_cache_prefills_only_the_new_suffix(backend):
+    backend.reset()
+    first = backend.prefill(forecast_prompt("Forecast for Oslo"))
+    again = backend.prefill(forecast_prompt("Forecast for Oslo"))
+    other = backend.prefill(forecast_prompt("Forecast for Rome, 5 days"))
+    assert first == backend.count_tokens(forecast_prompt("Forecast for Oslo"))
+    assert again == 1  # only the last token is recomputed, for its logits
+    assert 1 < other < 20  # the header and schema stay cached; the turn and the suffix are new
+    backend.reset()
+    assert backend.prefill(forecast_prompt("Forecast for Oslo")) == first
+
+
+def test_choose_walks_the_name_trie(backend):
+    builder = PromptBuilder()
+    prompt = builder.call_prompt("What is the weather in Paris?", ["get_weather(city) Current weather for a city\n",
+                                                                  "send_email(to, subject) Send an email\n"])
+    selection = backend.choose(prompt, ["get_weather", "send_email", "get_weather_history"])
+    assert selection.option in ("get_weather", "send_email", "get_weather_history")
+    assert selection.prompt_tokens == backend.count_tokens(prompt)
+    assert backend.choose(prompt, ["only_one"]).option == "only_one"
+
+
+def test_overflow_is_refused_before_decoding(backend):
+    with pytest.raises(ContextOverflow):
+        backend.generate(Prompt(("word " * 3000,)), max_tokens=8)
+
+
+def test_kv_sequence_copy_and_state_round_trip(backend):
+    ctx, seq = backend.context, backend.seq
+    backend.reset()
+    backend.prefill(forecast_prompt("Forecast for Oslo"))
+    held = list(ctx.tokens(seq))
+    ctx.seq_cp(seq, 1)
+    assert ctx.tokens(1) == held and ctx.seq_pos_max(1) == len(held) - 1
+    state = ctx.seq_state(1)
+    ctx.seq_rm(1)
+    assert ctx.tokens(1) == [] and ctx.seq_pos_max(1) == -1
+    ctx.set_seq_state(1, state, held)
+    assert ctx.seq_pos_max(1) == len(held) - 1
+    ctx.seq_rm(1)
+    with pytest.raises(ModelError, match="cannot decode at position"):
+        ctx.decode([1, 2], seq=0, pos=0 if held else 5)

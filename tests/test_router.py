@@ -1,0 +1,100 @@
+"""One turn end to end on deterministic parts: hash embedder, scripted gates and a scripted LLM."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pytest
+
+from nexus.gate.decision import Action, Decision
+from nexus.llm.prompts import Exchange
+from nexus.llm.scripted import ScriptedBackend
+from nexus.registry import Registry, Tool
+from nexus.router import Router, ScoreGate, load_gate
+from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+from nexus.slb.index import Hit
+
+TOOLS = [
+    Tool("get_time", "Current time in a timezone", {"type": "object", "properties": {"timezone": {"type": "string"}},
+                                                    "required": ["timezone"]}, "time"),
+    Tool("git_status", "Show the working tree status of a git repository", {
+        "type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}, "git"),
+    Tool("calculate", "Evaluate an arithmetic expression", {
+        "type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}, "calc"),
+]
+
+
+class ScriptedGate:
+    """Returns a fixed action over the SLB's hits and records what it was given."""
+
+    def __init__(self, action: Action):
+        self.action = action
+        self.seen: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+
+    def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision:
+        self.seen.append((turn, tuple(history), tuple(h.key for h in hits or ())))
+        return Decision(self.action, tuple(hits or ())[:3], p_top1=0.5, p_no_tool=0.9 if self.action is Action.NO_TOOL else 0)
+
+
+@pytest.fixture
+def parts():
+    registry = Registry()
+    for tool in TOOLS:
+        registry.set_source(tool.origin, [tool])
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry)
+    return registry, slb
+
+
+def test_route_turn_end_to_end(parts):
+    registry, slb = parts
+    backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'])
+    router = Router(registry, slb, ScriptedGate(Action.ROUTE), backend)
+    assert router.warm() > 0
+    routed = router.route("what is the current time in Tokyo")
+    assert routed.decision.action is Action.ROUTE and routed.call.tool == "get_time"
+    assert routed.call.arguments == {"timezone": "Asia/Tokyo"} and routed.call.valid
+    t = routed.timings
+    assert 0 <= t.slb_ms <= t.total_ms and t.ttfat_ms is not None and t.ttfat_ms <= t.total_ms
+    assert routed.context_tokens == routed.call.prompt_tokens
+    assert routed.full_context_tokens > routed.context_tokens and routed.tokens_saved > 0
+    # the prompt carried only the routed schema
+    prompt = backend.calls[-1][1].text.split("Tools:\n")[-1]
+    assert "get_time(" in prompt and "git_status(" not in prompt and "calculate(" not in prompt
+
+
+def test_no_tool_turn_has_no_ttfat(parts):
+    registry, slb = parts
+    router = Router(registry, slb, ScriptedGate(Action.NO_TOOL), ScriptedBackend(answers=["Glad to help."]))
+    routed = router.route("thanks a lot")
+    assert routed.call.answer == "Glad to help." and routed.call.tool is None and routed.timings.ttfat_ms is None
+
+
+def test_history_reaches_the_gate_always_and_the_llm_only_for_follow_ups(parts):
+    registry, slb = parts
+    gate = ScriptedGate(Action.ROUTE)
+    backend = ScriptedBackend(arguments=['{"timezone": "Europe/London"}'])
+    router = Router(registry, slb, gate, backend)
+    history = [Exchange("time in Tokyo?", "get_time", {"timezone": "Asia/Tokyo"}, "10:00")]
+    router.route("what about London?", history)
+    assert gate.seen[-1][1] == ("time in Tokyo?",)
+    assert "Request: time in Tokyo?" in backend.calls[-1][1].text
+    router.route("show the git status of the repository at /tmp/repo", history)
+    assert "Request: time in Tokyo?" not in backend.calls[-1][1].text
+
+
+def test_score_gate_routes_on_a_clear_margin_else_shortlists(parts):
+    _, slb = parts
+    hits = [Hit("a", 0.9, 0.9, 0), Hit("b", 0.5, 0.5, 0), Hit("c", 0.4, 0.4, 0)]
+    assert ScoreGate(slb).decide("x", hits=hits).action is Action.ROUTE
+    close = [Hit("a", 0.9, 0.9, 0), Hit("b", 0.85, 0.85, 0)]
+    decision = ScoreGate(slb).decide("x", hits=close)
+    assert decision.action is Action.SHORTLIST and [h.key for h in decision.candidates] == ["a", "b"]
+    assert 0.5 < decision.p_top1 < 1
+    assert ScoreGate(slb).decide("x", hits=[Hit("a", 0.05, 0.05, 0)]).action is Action.NO_TOOL
+
+
+def test_load_gate_without_a_trained_model_says_so(parts, tmp_path, caplog):
+    registry, slb = parts
+    gate = load_gate(slb, registry, tmp_path / "missing")
+    assert isinstance(gate, ScoreGate) and "no trained gate" in caplog.text
