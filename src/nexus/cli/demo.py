@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -116,6 +117,65 @@ async def run_demo(servers: dict[str, Any], requests: Sequence[str], *, backend:
         return turns, len(registry), failed
 
 
+def demo_gate(slb: Any, registry: Any, settings: Any, model_dir: Path | None, train: bool, budget_s: float,
+              step: Callable[[str], None]) -> Any:
+    """The gate the demo decides with: a trained model when one exists (the given folder, NEXUS_GATE_MODEL, the
+    cache's default, or the demo's own), else — first run — one trained now on the demo registry's own tool docs
+    (self-supervised, `budget_s` seconds) and kept in the cache; `--no-train-gate` uses raw SLB scores instead."""
+    from nexus.gate.config import GateSettings
+    from nexus.router import ScoreGate, load_gate
+
+    from nexus.errors import ConfigError
+
+    if model_dir is not None and not Path(model_dir).is_dir():
+        raise ConfigError(f"--gate-model {model_dir} is not a folder; train one with `nexus gate train --out {model_dir}`")
+    own = settings.cache_dir / "gate" / "demo"
+    for candidate in (model_dir, GateSettings().model, settings.cache_dir / "gate" / "default", own):
+        if candidate is not None and Path(candidate).is_dir():
+            return load_gate(slb, registry, Path(candidate), k=settings.top_k)
+    if not train:
+        log.warning("no trained gate; deciding on raw SLB scores (uncalibrated)")
+        return ScoreGate(slb, k=settings.top_k)
+    return _train_demo_gate(slb, registry, settings, own, budget_s, step)
+
+
+def _train_demo_gate(slb: Any, registry: Any, settings: Any, out: Path, budget_s: float, step: Callable[[str], None]) -> Any:
+    """First-use training: on BFCL's labelled turns (irrelevance as no-tool turns) when the data folder exists —
+    a general gate, since the demo's tools are none of BFCL's — else self-supervised on the demo registry."""
+    from dataclasses import replace
+
+    from nexus.gate.data import LabelledTurn
+    from nexus.gate.training import TrainConfig, train_gate
+    from nexus.registry import Registry
+    from nexus.router import ScoreGate, load_gate
+
+    train_registry, train_slb, turns = registry, slb, []
+    bfcl = settings.data_dir / "bfcl"
+    if bfcl.is_dir():
+        from nexus.gate.bench import bfcl_training_pool
+        from nexus.registry.tool import check_tool
+        from nexus.slb import SemanticLookasideBuffer
+
+        step("first run: building the gate's training data from BFCL")
+        tools, rows, _ = bfcl_training_pool(bfcl, [])
+        train_registry = Registry()
+        train_registry.set_source("bfcl", [check_tool(t, "bfcl", t["name"]) for t in tools])
+        train_slb = SemanticLookasideBuffer(slb.embedder, slb.weights)
+        train_slb.open(settings.cache_dir / "demo" / "gate-train-slb.idx", train_registry)
+        turns = [LabelledTurn(str(r["id"]), r["query"], (r["tool"],) if r["tool"] else ()) for r in rows]
+
+    def progress(stage: str, done: int, total: int, loss: float) -> None:
+        step(f"first run: training the gate ({stage} {done}/{total}, at most {budget_s:.0f} s)")
+
+    config = replace(TrainConfig(k=settings.top_k), time_budget_s=budget_s)
+    try:
+        train_gate(train_registry, train_slb, turns, not turns, config, out, progress=progress)
+    except Exception as exc:  # noqa: BLE001 - the demo goes on without a gate, and says why
+        log.warning("gate training failed (%s); deciding on raw SLB scores", exc)
+        return ScoreGate(slb, k=settings.top_k)
+    return load_gate(slb, registry, out, k=settings.top_k)
+
+
 def _short(text: Any, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -148,6 +208,8 @@ def demo(
     scale: bool = typer.Option(True, "--scale/--no-scale", help="also ingest the public MCP catalogues when the data folder exists"),
     request: list[str] = typer.Option([], "--request", "-r", help="your own request(s) instead of the built-in ones"),
     gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
+    train_gate: bool = typer.Option(True, "--train-gate/--no-train-gate", help="train a gate on first use if none exists"),
+    gate_budget: float = typer.Option(150.0, help="seconds the first-use gate training may take"),
 ) -> None:
     """Route natural requests over real MCP servers with the packaged models, call the tools, show the figures."""
     import anyio
@@ -161,11 +223,10 @@ def demo(
     from nexus.errors import NexusError
     from nexus.llm import make_backend
     from nexus.registry.servers import demo_servers_config, parse_servers_config
-    from nexus.router import load_gate
     from nexus.slb import HybridWeights, SemanticLookasideBuffer, SentenceTransformerEmbedder
 
     settings = Settings()
-    out, err = Console(), Console(stderr=True)
+    out, err = Console(width=None if sys.stdout.isatty() else 180), Console(stderr=True)
     workspace = (workspace or settings.cache_dir / "workspace").resolve()
     try:
         servers = parse_servers_config(demo_servers_config(settings.servers_dir, workspace), str(settings.servers_dir))
@@ -175,7 +236,6 @@ def demo(
     (workspace / "notes.txt").write_text("Demo notes: Alice works at Acme.\n", encoding="utf-8")
     fill = {"repo": str(workspace / "repo"), "workspace": str(workspace)}
     requests = list(request) or [text.format(**fill) for need, text in DEMO_REQUESTS if not need or need in servers]
-    model_dir = gate_model or settings.cache_dir / "gate" / "default"
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
                   transient=True) as progress:
         task = progress.add_task("loading the LLM", total=None)
@@ -198,7 +258,7 @@ def demo(
 
             turns, n_tools, failed = anyio.run(lambda: run_demo(
                 servers, requests, backend=backend, slb_factory=slb_factory, extra_sources=extra, step=step,
-                gate_factory=lambda slb, reg: load_gate(slb, reg, model_dir, k=settings.top_k)))
+                gate_factory=lambda slb, reg: demo_gate(slb, reg, settings, gate_model, train_gate, gate_budget, step)))
         except NexusError as exc:
             err.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(1) from None

@@ -46,7 +46,7 @@ def latency(
     sizes: str = typer.Option("10,25,50,100,250", help="registry sizes (nested subsets of --tools)"),
     limit: int = typer.Option(6, help="queries per size (distinct gold tools); raise it for tighter figures"),
     seed: int = typer.Option(0, help="sampling seed"),
-    n_ctx: int = typer.Option(0, "--n-ctx", help="context window; 0: the model's training window (llama.cpp backend)"),
+    n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="context window (default NEXUS_N_CTX); 0: the model's whole training window"),
     max_arg_tokens: int = typer.Option(256, help="cap on argument tokens per call"),
     gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here (default: stdout)"),
@@ -68,10 +68,8 @@ def latency(
     from nexus.slb import HybridWeights, SemanticLookasideBuffer, SentenceTransformerEmbedder
 
     settings = Settings()
-    if n_ctx:
+    if n_ctx is not None:
         settings = settings.model_copy(update={"n_ctx": n_ctx})
-    elif settings.llm_backend == "llama-cpp":
-        settings = settings.model_copy(update={"n_ctx": 0})  # 0: the model's training window
     try:
         size_list = [int(s) for s in sizes.split(",") if s.strip()]
     except ValueError:

@@ -29,6 +29,8 @@ def _llama_cpp(settings: "Settings") -> LLMBackend:
 def _openai(settings: "Settings") -> LLMBackend:
     from nexus.llm.http import OpenAIHttpBackend
 
+    if settings.n_ctx <= 0:
+        raise ConfigError("NEXUS_N_CTX must be the server's context size (> 0) for llm_backend=openai")
     return OpenAIHttpBackend(settings.openai_base_url, model=settings.openai_model, n_ctx=settings.n_ctx)
 
 
