@@ -72,7 +72,7 @@ def evaluate(slb: SemanticLookasideBuffer, registry: Registry, queries: list[dic
     return result, rows
 
 
-def lookup_at_scale(slb: SemanticLookasideBuffer, queries: list[dict[str, Any]], n: int, limit: int = 200) -> dict[str, float]:
+def lookup_at_scale(slb: SemanticLookasideBuffer, queries: list[dict[str, Any]], n: int, limit: int = 100) -> dict[str, float]:
     """Lookup latency on a table tiled to `n` rows (copies of the real rows: same kernel, same text sizes)."""
     reps = -(-n // max(len(slb), 1))
     big = SemanticLookasideBuffer(slb.embedder, slb.weights)
@@ -100,13 +100,9 @@ def build_slb(tools: Path, embedder: Embedder, weights: HybridWeights) -> tuple[
     return registry, slb, time.perf_counter() - t0
 
 
-def lookup_at_scale_from_files(tools: Path, queries: list[dict], embedder: Embedder, weights: HybridWeights, n: int) -> dict[str, float]:
-    _, slb, _ = build_slb(tools, embedder, weights)
-    return lookup_at_scale(slb, [q for q in queries if q.get("query")], n)
-
-
 def run_routing(tools: Path, queries_path: Path, embedder: Embedder, weights: HybridWeights, run_dir: Path,
-                gate: bool = False, gate_model: Path | None = None) -> dict[str, Any]:
+                gate: bool = False, gate_model: Path | None = None) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
+    """Evaluate one (tools, queries) pair; return the result and the built SLB and queries for reuse."""
     from nexus.bench.bfcl import read_queries
 
     registry, slb, build_s = build_slb(tools, embedder, weights)
@@ -120,7 +116,7 @@ def run_routing(tools: Path, queries_path: Path, embedder: Embedder, weights: Hy
         sub_dir = run_dir / f"gate_{len(slb)}"
         sub_dir.mkdir(exist_ok=True)
         result.update(gate_metrics(slb, registry, queries, load_gate(gate_model), sub_dir))
-    return result
+    return result, slb, queries
 
 
 def plot_sweep(run_dir: Path, results: list[dict[str, Any]]) -> Path:

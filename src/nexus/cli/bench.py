@@ -58,14 +58,11 @@ def routing(
     results = []
     for tools_path, queries_path in cases:
         err.print(f"[bold]routing[/] {tools_path}")
-        result = bench.run_routing(tools_path, queries_path, embedder, weights, folder, gate=gate, gate_model=gate_model)
+        result, slb, loaded = bench.run_routing(tools_path, queries_path, embedder, weights, folder, gate=gate, gate_model=gate_model)
         results.append(result)
         err.print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in result.items()})
     if scale:
-        from nexus.bench.bfcl import read_queries
-
-        last_tools, last_queries = cases[-1]
-        results[-1]["lookup_at_scale"] = bench.lookup_at_scale_from_files(last_tools, read_queries(last_queries), embedder, weights, scale)
+        results[-1]["lookup_at_scale"] = bench.lookup_at_scale(slb, loaded, scale)
         err.print(results[-1]["lookup_at_scale"])
     output = results[0] if len(results) == 1 else {"sweep": results}
     if len(results) > 1:

@@ -1,0 +1,27 @@
+import json
+
+from nexus.bench.bfcl import build_dataset, family, read_queries, write_dataset
+from nexus.registry import load_tools_file
+
+
+def test_family_of_sgd_names():
+    assert family("Movies_3_FindMovies") == family("Media_3_FindMovies") == "FindMovies"
+    assert family("get_weather") == "get_weather"
+
+
+def test_protocol_invariants(data_dir, tmp_path):
+    tools, queries = build_dataset(data_dir / "bfcl", 250, seed=3, no_tool=20)
+    assert len(tools) == 250
+    names = [t["name"] for t in tools]
+    assert len(set(names)) == 250
+    assert len({family(n) for n in names}) == 250
+    assert len({" ".join(t["description"].lower().split()) for t in tools}) == 250
+    relevant = [q for q in queries if q["tool"]]
+    assert relevant and all(q["tool"] in set(names) for q in relevant)
+    assert sum(q["tool"] is None for q in queries) == 20
+    assert all(isinstance(v, list) for q in relevant for v in q["arguments"].values())
+    write_dataset(tmp_path, tools, queries)
+    assert len(load_tools_file(tmp_path / "tools.json")) == 250  # the registry loads every tool it wrote
+    assert read_queries(tmp_path / "queries.jsonl") == queries
+    again = build_dataset(data_dir / "bfcl", 250, seed=3, no_tool=20)
+    assert json.dumps(again) == json.dumps((tools, queries))  # fixed seed, same dataset

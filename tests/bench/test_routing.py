@@ -1,0 +1,53 @@
+import json
+
+from typer.testing import CliRunner
+
+from nexus.bench.routing import evaluate, load_registry, lookup_at_scale, plot_sweep
+from nexus.cli import app
+from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+KEYS = {"n_tools", "n_queries", "top1", "top3", "top5", "top10", "mrr", "lookup_ms_p50", "lookup_ms_p99",
+        "embed_ms_p50", "index_bytes_int8", "index_bytes_fp32", "top1_fp32"}
+
+
+def tiny_dataset(tmp_path):
+    tools = [{"name": f"tool_{i}", "description": f"handles widget{i} requests", "inputSchema": {"type": "object"}}
+             for i in range(30)]
+    (tmp_path / "tools.json").write_text(json.dumps(tools))
+    queries = [{"id": str(i), "query": f"please deal with widget{i}", "tool": f"tool_{i}", "arguments": {}} for i in range(10)]
+    queries.append({"id": "none", "query": "tell me a joke", "tool": None, "arguments": {}})
+    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    return queries
+
+
+def test_evaluate_reports_the_interface_keys(tmp_path):
+    queries = tiny_dataset(tmp_path)
+    registry = load_registry(tmp_path / "tools.json")
+    slb = SemanticLookasideBuffer(HashEmbedder(), keep_fp32=True)
+    slb.sync(registry)
+    result, rows = evaluate(slb, registry, queries)
+    assert KEYS <= result.keys()
+    assert result["n_queries"] == 10 and result["n_no_tool"] == 1
+    assert result["top1"] == 1.0 and result["mrr"] == 1.0
+    assert result["index_bytes_fp32"] == 30 * 64 * 4 and result["index_bytes_int8"] == 30 * 64 + 30 * 4
+    assert len(rows) == 11
+    scale = lookup_at_scale(slb, queries, 500, limit=5)
+    assert scale["n_tools"] == 500 and scale["lookup_ms_p50"] > 0
+    assert plot_sweep(tmp_path, [result, result]).exists()
+
+
+def test_data_command_and_routing_command_end_to_end(data_dir, tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "d"
+    result = runner.invoke(app, ["data", "bfcl", "--src", str(data_dir / "bfcl"), "--size", "40", "--out", str(out), "--no-tool", "5"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["bench", "routing", "--tools", str(out / "tools.json"), "--queries", str(out / "queries.jsonl"),
+                                 "--scale", "2000", "--json", str(tmp_path / "r.json"), "--run-dir", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert KEYS <= report.keys() and report["n_tools"] == 40
+    assert report["top10"] >= report["top1"] > 0.5  # real MiniLM on 40 BFCL tools
+    assert report["lookup_at_scale"]["n_tools"] == 2000
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert {"config", "git_revision", "machine"} <= meta.keys()
+    assert (tmp_path / "run" / "per_query_40.jsonl").exists()
