@@ -55,7 +55,9 @@ def test_shortlist_shows_signatures_and_lets_the_model_choose(registry):
     call = ToolCaller(backend, registry).call("time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time"))
     assert (call.tool, call.arguments, call.path) == ("get_time", {"timezone": "Asia/Tokyo"}, Action.SHORTLIST)
     (kind, prompt, options), (_, args_prompt, grammar) = backend.calls
-    assert kind == "choose" and options == ("get_weather", "get_time")
+    assert kind == "choose" and options == ("get_time", "get_weather")  # best-ranked last, next to the request
+    prior = backend.priors[0]
+    assert prior[-1] == pytest.approx(0.9) and sum(prior) == pytest.approx(1.0)  # the gate's p_top1 on its top pick
     tools_block = prompt.text.split("Tools:\n")[-1]
     assert "get_time(timezone)" in tools_block and "  timezone:" not in tools_block  # signatures, not schemas
     assert args_prompt.text.startswith(prompt.text) and grammar == arguments_gbnf(TIME.input_schema)
@@ -79,9 +81,9 @@ def test_a_failed_repair_falls_back_to_all_schemas(registry):
     fallback_prompt = backend.calls[-2][1]  # the name choice of the fallback attempt
     for key in ("get_weather", "send_email", "get_time"):
         assert f"{key}(" in fallback_prompt.text.split("Tools:\n")[-1]
-    # ranked candidates first, then the rest in the given order
+    # ranked candidates, then the rest in the given order — shown reversed, best next to the request
     block = fallback_prompt.text.split("Tools:\n")[-1]
-    assert block.index("send_email(") < block.index("get_weather(") < block.index("get_time(")
+    assert block.index("get_time(") < block.index("get_weather(") < block.index("send_email(")
 
 
 def test_everything_invalid_returns_an_invalid_call_with_the_reasons(registry):

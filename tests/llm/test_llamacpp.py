@@ -73,6 +73,12 @@ def test_choose_walks_the_name_trie(backend):
     assert selection.option in ("get_weather", "send_email", "get_weather_history")
     assert selection.prompt_tokens == backend.count_tokens(prompt)
     assert backend.choose(prompt, ["only_one"]).option == "only_one"
+    # a confident prior (the gate's) wins where the model is unsure; the model's own pick when the prior is flat
+    options = ["get_weather", "send_email"]
+    assert backend.choose(prompt, options, prior=[1e-6, 1 - 1e-6]).option == "send_email"
+    assert backend.choose(prompt, options, prior=[0.5, 0.5]).option == backend.choose(prompt, options).option
+    with pytest.raises(ValueError, match="one weight per option"):
+        backend.choose(prompt, options, prior=[1.0])
 
 
 def test_overflow_is_refused_before_decoding(backend):

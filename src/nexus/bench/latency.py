@@ -153,8 +153,9 @@ def run_nexus(case: Case, router: Router) -> list[dict[str, Any]]:
 
 
 def run_full(case: Case, caller: ToolCaller, warm: bool) -> list[dict[str, Any]]:
-    """Every full schema in the prompt; cold drops the KV before each turn, warm keeps the schema prefix."""
-    keys = [tool.name for tool in case.tools]
+    """Every full schema in the prompt, in name order (neutral: the case lists gold tools first); cold drops the
+    KV before each turn, warm keeps the schema prefix."""
+    keys = sorted(tool.name for tool in case.tools)
     lines = caller.tool_lines(keys, "schema")
     backend = caller.backend
     backend.reset()

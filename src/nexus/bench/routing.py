@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -17,9 +17,15 @@ from nexus.slb.index import HybridWeights
 from nexus.slb.quantize import top_k
 
 
-def load_registry(tools_path: Path) -> Registry:
+def load_registry(tools_paths: Path | Sequence[Path]) -> Registry:
+    """One registry from one or more tool files/folders, each its own source (collisions get namespaced)."""
     registry = Registry()
-    registry.set_source(Path(tools_path).stem, load_tools_file(tools_path))
+    for path in [tools_paths] if isinstance(tools_paths, (str, Path)) else tools_paths:
+        by_origin: dict[str, list] = {}
+        for tool in load_tools_file(path):
+            by_origin.setdefault(tool.origin, []).append(tool)
+        for origin, tools in by_origin.items():
+            registry.set_source(origin, tools)
     return registry
 
 
@@ -92,7 +98,7 @@ def lookup_at_scale(slb: SemanticLookasideBuffer, queries: list[dict[str, Any]],
     return {"n_tools": n, "lookup_ms_p50": percentile(times, 50), "lookup_ms_p99": percentile(times, 99)}
 
 
-def build_slb(tools: Path, embedder: Embedder, weights: HybridWeights) -> tuple[Registry, SemanticLookasideBuffer, float]:
+def build_slb(tools: Path | Sequence[Path], embedder: Embedder, weights: HybridWeights) -> tuple[Registry, SemanticLookasideBuffer, float]:
     registry = load_registry(tools)
     slb = SemanticLookasideBuffer(embedder, weights, keep_fp32=True)
     t0 = time.perf_counter()
@@ -100,7 +106,7 @@ def build_slb(tools: Path, embedder: Embedder, weights: HybridWeights) -> tuple[
     return registry, slb, time.perf_counter() - t0
 
 
-def run_routing(tools: Path, queries_path: Path, embedder: Embedder, weights: HybridWeights, run_dir: Path,
+def run_routing(tools: Path | Sequence[Path], queries_path: Path, embedder: Embedder, weights: HybridWeights, run_dir: Path,
                 gate: bool = False, gate_model: Path | None = None) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
     """Evaluate one (tools, queries) pair; return the result and the built SLB and queries for reuse."""
     from nexus.bench.bfcl import read_queries

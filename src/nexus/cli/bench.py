@@ -19,7 +19,7 @@ def _parse_sizes(sizes: str | None) -> list[int]:
 
 @app.command("routing")
 def routing(
-    tools: Optional[Path] = typer.Option(None, help="tools file (any format the registry loads)"),
+    tools: Optional[list[Path]] = typer.Option(None, help="tools file or folder (any format the registry loads); repeat to add distractor sources"),
     queries: Optional[Path] = typer.Option(None, help="queries JSONL ({id, query, tool, arguments})"),
     sizes: Optional[str] = typer.Option(None, help="sweep: comma-separated registry sizes built from --src"),
     src: Optional[Path] = typer.Option(None, help="BFCL folder for --sizes (default: <data_dir>/bfcl)"),
@@ -42,13 +42,13 @@ def routing(
     folder = new_run_dir(run_dir, "routing")
     write_meta(folder, {"tools": tools, "queries": queries, "sizes": sizes, "seed": seed, "gate": gate,
                         "gate_model": gate_model, "settings": settings.model_dump(mode="json")})
-    cases: list[tuple[Path, Path]] = []
+    cases: list[tuple[list[Path], Path]] = []
     if sizes:
         source = src or settings.data_dir / "bfcl"
         for n in _parse_sizes(sizes):
             data_dir = folder / f"data_{n}"
             write_dataset(data_dir, *build_dataset(source, n, seed, no_tool))
-            cases.append((data_dir / "tools.json", data_dir / "queries.jsonl"))
+            cases.append(([data_dir / "tools.json", *(tools or [])], data_dir / "queries.jsonl"))
     elif tools and queries:
         cases.append((tools, queries))
     else:
@@ -57,7 +57,7 @@ def routing(
     weights = HybridWeights(settings.lexical_weight, settings.name_bonus)
     results = []
     for tools_path, queries_path in cases:
-        err.print(f"[bold]routing[/] {tools_path}")
+        err.print(f"[bold]routing[/] {', '.join(map(str, tools_path))}")
         result, slb, loaded = bench.run_routing(tools_path, queries_path, embedder, weights, folder, gate=gate, gate_model=gate_model)
         results.append(result)
         err.print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in result.items()})

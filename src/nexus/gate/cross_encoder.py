@@ -117,26 +117,124 @@ class CrossEncoderScorer:
             self.model.model = torch.ao.quantization.quantize_dynamic(self.network, {torch.nn.Linear}, dtype=torch.qint8)
             self.quantized = True
 
-    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
-        import torch
+    def logits(self, batch: Any) -> Any:
+        """One logit per encoded pair (a torch tensor, with gradients when training)."""
+        return self.network(**batch).logits[:, 0]
 
-        if len(turns) != len(docs):
-            raise ValueError("turns and docs must pair up")
-        if not turns:
-            return np.zeros(0, dtype=np.float32)
-        net = self.network
-        net.eval()
-        out = []
-        with torch.inference_mode():
-            for start in range(0, len(turns), self.batch_size):
-                batch = self.encode(turns[start:start + self.batch_size], docs[start:start + self.batch_size])
-                out.append(net(**batch).logits[:, 0].float().numpy())
-        return np.concatenate(out).astype(np.float32)
+    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+        return _score(self, turns, docs)
 
     def save(self, folder: Path) -> None:
         if self.quantized:
             raise ModelError("a quantised scorer cannot be saved; save before quantize()")
         self.model.save_pretrained(str(folder))
+
+
+def _score(scorer: Any, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+    import torch
+
+    if len(turns) != len(docs):
+        raise ValueError("turns and docs must pair up")
+    if not turns:
+        return np.zeros(0, dtype=np.float32)
+    scorer.network.eval()
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(turns), scorer.batch_size):
+            batch = scorer.encode(turns[start:start + scorer.batch_size], docs[start:start + scorer.batch_size])
+            out.append(scorer.logits(batch).float().numpy())
+    return np.concatenate(out).astype(np.float32)
+
+
+class SegmentCosineScorer:
+    """A cross-encoder whose head reads the encoder the way it was pretrained: the turn and the tool text are
+    encoded jointly (every token attends to both), then each segment is mean-pooled and the score is
+    `scale * cos(turn, tool) + bias`. Initialised from a sentence-transformers encoder (mean pooling), it
+    starts close to the bi-encoder's judgement instead of from a random classifier, so a few hundred CPU
+    steps are enough to improve on it.
+    """
+
+    HEAD_FILE = "segment_head.json"
+
+    def __init__(self, path: str | Path | None = None, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 32,
+                 seed: int = 0, quantize: bool = False, scale: float = 20.0):
+        import json
+
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        folder = Path(path) if path else default_base_model()
+        if not (folder / "config.json").is_file():
+            raise ModelError(f"encoder folder {folder} has no config.json; give a Hugging Face model folder")
+        _set_seed(seed)
+        try:
+            encoder = AutoModel.from_pretrained(str(folder), local_files_only=True)
+            self._tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        except Exception as exc:  # transformers raises many types for unusable folders
+            raise ModelError(f"cannot load encoder from {folder}: {exc}") from None
+        head = torch.nn.Module()
+        saved = folder / self.HEAD_FILE
+        params = json.loads(saved.read_text()) if saved.is_file() else {"scale": scale, "bias": 0.0}
+        head.scale = torch.nn.Parameter(torch.tensor(float(params["scale"])))
+        head.bias = torch.nn.Parameter(torch.tensor(float(params["bias"])))
+        self.network = torch.nn.ModuleDict({"encoder": encoder, "head": head})
+        self.path, self.max_length, self.batch_size = folder, max_length, batch_size
+        self.quantized = False
+        self.id = f"segcos:{folder.name}:{max_length}"
+        if quantize:
+            self.quantize()
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def encode(self, turns: Sequence[str], docs: Sequence[str]) -> Any:
+        return self._tokenizer(list(turns), list(docs), truncation="longest_first", max_length=self.max_length,
+                               padding=True, return_tensors="pt")
+
+    def logits(self, batch: Any) -> Any:
+        import torch
+
+        hidden = self.network["encoder"](**batch).last_hidden_state
+        mask = batch["attention_mask"].to(hidden.dtype)
+        second = batch["token_type_ids"].to(hidden.dtype) * mask
+        first = mask - second
+        u = (hidden * first[..., None]).sum(1) / first.sum(1, keepdim=True).clamp(min=1.0)
+        v = (hidden * second[..., None]).sum(1) / second.sum(1, keepdim=True).clamp(min=1.0)
+        head = self.network["head"]
+        return head.scale * torch.nn.functional.cosine_similarity(u, v, dim=-1) + head.bias
+
+    def quantize(self) -> None:
+        import torch
+
+        if not self.quantized:
+            self.network["encoder"] = torch.ao.quantization.quantize_dynamic(self.network["encoder"], {torch.nn.Linear}, dtype=torch.qint8)
+            self.quantized = True
+
+    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+        return _score(self, turns, docs)
+
+    def save(self, folder: Path) -> None:
+        import json
+
+        if self.quantized:
+            raise ModelError("a quantised scorer cannot be saved; save before quantize()")
+        self.network["encoder"].save_pretrained(str(folder))
+        self._tokenizer.save_pretrained(str(folder))
+        head = self.network["head"]
+        (Path(folder) / self.HEAD_FILE).write_text(json.dumps({"scale": float(head.scale), "bias": float(head.bias)}))
+
+
+SCORERS = {"cross-encoder": CrossEncoderScorer, "segment-cosine": SegmentCosineScorer}
+
+
+def make_scorer(kind: str, path: str | Path | None = None, **kwargs: Any) -> Any:
+    """Build a scorer from the table; unknown kinds are errors, never a silent default."""
+    try:
+        cls = SCORERS[kind]
+    except KeyError:
+        raise ModelError(f"unknown scorer kind {kind!r}; choose one of {', '.join(SCORERS)}") from None
+    return cls(path, **kwargs)
 
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from nexus.errors import ModelError
-from nexus.gate.cross_encoder import CrossEncoderScorer, PairScorer
+from nexus.gate.cross_encoder import SCORERS, PairScorer, make_scorer
 from nexus.gate.probabilities import GateCalibration
 
 FORMAT = "nexus-gate"
 FORMAT_VERSION = 1
 HEADER_FILE = "nexus_gate.json"
-WEIGHT_SUFFIXES = (".safetensors", ".bin")
+WEIGHT_SUFFIXES = (".safetensors", ".bin", "segment_head.json")
 
 
 class GateModelError(ModelError):
@@ -41,6 +41,7 @@ class GateHeader:
     quantize: bool
     training: dict
     calibration: dict
+    scorer: str = "cross-encoder"      # kind in cross_encoder.SCORERS
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
@@ -76,7 +77,8 @@ class GateModel:
         """An in-memory gate around any scorer, bound to `slb`'s embedder and weights (identity calibration
         unless given): for tests, fakes, and as the starting point of calibration."""
         cal = calibration or GateCalibration.identity()
-        header = GateHeader(base_model=base_model or getattr(scorer, "id", "unknown"), embedder_id=slb.embedder.id,
+        kind = next((k for k, cls in SCORERS.items() if isinstance(scorer, cls)), "cross-encoder")
+        header = GateHeader(base_model=base_model or getattr(scorer, "id", "unknown"), embedder_id=slb.embedder.id, scorer=kind,
                             slb_weights={"lexical": slb.weights.lexical, "name_bonus": slb.weights.name_bonus},
                             top_k=10, max_length=getattr(scorer, "max_length", 0), quantize=bool(getattr(scorer, "quantized", False)),
                             training={}, calibration=cal.to_dict())
@@ -89,8 +91,8 @@ class GateModel:
     def save(self, folder: str | Path) -> Path:
         """Write the scorer's weights and the header atomically (a sibling temp folder renamed into place)."""
         folder = Path(folder)
-        if not isinstance(self.scorer, CrossEncoderScorer):
-            raise GateModelError("only cross-encoder gates can be saved")
+        if not isinstance(self.scorer, tuple(SCORERS.values())):
+            raise GateModelError(f"only gates with a trained scorer ({', '.join(SCORERS)}) can be saved")
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
         old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
@@ -135,6 +137,8 @@ class GateModel:
             )
         try:
             header = GateHeader(**raw)
+            if header.scorer not in SCORERS:
+                raise ValueError(f"unknown scorer kind {header.scorer!r}")
             GateCalibration.from_dict(header.calibration)
         except (TypeError, KeyError, ValueError) as exc:
             raise GateModelError(f"{path}: header is incomplete or malformed ({exc}); retrain with `nexus gate train`") from None
@@ -151,7 +155,7 @@ class GateModel:
         folder = Path(folder)
         header = cls.read_header(folder)
         try:
-            scorer = CrossEncoderScorer(folder, max_length=header.max_length, quantize=header.quantize)
+            scorer = make_scorer(header.scorer, folder, max_length=header.max_length, quantize=header.quantize)
         except ModelError as exc:
             raise GateModelError(f"{folder}: {exc}") from None
         return cls(scorer, GateCalibration.from_dict(header.calibration), header)

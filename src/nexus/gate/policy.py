@@ -19,13 +19,13 @@ from nexus.gate.probabilities import Thresholds
 
 
 def choose_action(p_top1: float, p_no_tool: float, second_relevance: float, thresholds: Thresholds) -> Action:
-    """NO_TOOL when no tool is likely to apply; ROUTE when the top tool is right with the target
-    precision and the turn does not need a second tool; FALLBACK (all schemas) when it is unclear whether
-    the shortlist holds the tool; SHORTLIST otherwise."""
+    """NO_TOOL when no tool is likely to apply; ROUTE when the top tool is right with the target precision
+    and the turn does not need a second tool; FALLBACK (all schemas) when the shortlist is likely to miss
+    the tool; SHORTLIST otherwise."""
     if p_no_tool >= thresholds.no_tool:
         return Action.NO_TOOL
-    if p_no_tool >= thresholds.fallback:
-        return Action.FALLBACK
     if p_top1 >= thresholds.route and second_relevance < thresholds.multi:
         return Action.ROUTE
+    if p_no_tool >= thresholds.fallback:
+        return Action.FALLBACK
     return Action.SHORTLIST

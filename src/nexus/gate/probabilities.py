@@ -34,7 +34,7 @@ class Thresholds:
 
     route: float = 0.95        # p_top1 at or above: ROUTE
     no_tool: float = 0.9       # p_no_tool at or above: NO_TOOL
-    fallback: float = 0.5      # p_no_tool at or above (but below no_tool): FALLBACK instead of SHORTLIST
+    fallback: float = 0.5      # p_no_tool at or above (not routed, below no_tool): FALLBACK, not SHORTLIST
     multi: float = 0.5         # relevance of the 2nd candidate at or above: a multi-call turn, never ROUTE
 
     def to_dict(self) -> dict:
@@ -176,7 +176,7 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     conf = threshold_for_risk(1.0 - p_nt_rel[not_routed], in_short[not_routed], targets.shortlist) if not_routed.any() else 0.0
     t_fallback = float(min(1.0 - conf, t_no_tool)) if np.isfinite(conf) else 0.0
     thresholds = Thresholds(route=t_route, no_tool=t_no_tool, fallback=t_fallback, multi=targets.multi)
-    routed = (p_top1 >= t_route) & (second < targets.multi) & (p_nt_rel < t_fallback)
+    routed = (p_top1 >= t_route) & (second < targets.multi) & (p_nt_rel < t_no_tool)
     report = {
         "n_turns": len(turns), "n_relevant": len(rel), "n_no_tool": int(is_nt.sum()),
         "top1": float(correct.mean()) if len(rel) else float("nan"),

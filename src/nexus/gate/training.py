@@ -28,7 +28,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from nexus.errors import NexusError
-from nexus.gate.cross_encoder import CrossEncoderScorer, tool_text
+from nexus.gate.cross_encoder import CrossEncoderScorer, make_scorer, tool_text
 from nexus.gate.data import (
     LabelledTurn, PairGroup, TrainingDataError, data_hash, equivalence_key, self_supervised_turns,
 )
@@ -43,18 +43,19 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class TrainConfig:
     base_model: str | None = None       # HF folder; None: the packaged all-MiniLM-L6-v2
+    scorer: str = "segment-cosine"       # cross-encoder head: segment-cosine | cross-encoder (see cross_encoder.SCORERS)
     max_length: int = 128
-    negatives: int = 7                  # per group, mined from the SLB
+    negatives: int = 5                  # per group, mined from the SLB
     hard_pool: int = 30                 # negatives come from the SLB's top `hard_pool`
     random_negatives: int = 1           # of `negatives`, drawn from the whole registry
     groups_per_step: int = 4
     epochs: float = 1.0
-    max_steps: int = 350
+    max_steps: int = 250
     lr: float = 5e-5
     head_lr: float = 1e-3
     warmup: float = 0.1
     pointwise_weight: float = 0.5
-    self_per_tool: int = 2              # pseudo-queries per tool for self-supervision
+    self_per_tool: int = 1              # pseudo-queries per tool for self-supervision
     cal_fraction: float = 0.25          # of gold tools (and of no-tool turns) held out for calibration
     k: int = 10                         # candidates the gate rescoring sees
     seed: int = 0
@@ -155,7 +156,7 @@ def _group_loss(logits, labels, pointwise_weight: float):
 def _batch_loss(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], pointwise_weight: float):
     turns = [g.turn for g in groups for _ in g.docs]
     docs = [d for g in groups for d in g.docs]
-    logits = scorer.network(**scorer.encode(turns, docs)).logits[:, 0]
+    logits = scorer.logits(scorer.encode(turns, docs))
     losses, start = [], 0
     for g in groups:
         losses.append(_group_loss(logits[start:start + len(g.docs)], g.labels, pointwise_weight))
@@ -183,8 +184,9 @@ def fit_scorer(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], config: 
         for name, param in net.named_parameters():
             if "word_embeddings" in name:
                 param.requires_grad_(False)
-    head = [p for n, p in net.named_parameters() if p.requires_grad and ("classifier" in n or "pooler" in n)]
-    body = [p for n, p in net.named_parameters() if p.requires_grad and not ("classifier" in n or "pooler" in n)]
+    is_head = lambda n: any(part in n for part in ("classifier", "pooler", "head."))  # noqa: E731
+    head = [p for n, p in net.named_parameters() if p.requires_grad and is_head(n)]
+    body = [p for n, p in net.named_parameters() if p.requires_grad and not is_head(n)]
     optimiser = torch.optim.AdamW([{"params": body, "lr": config.lr}, {"params": head, "lr": config.head_lr}], weight_decay=0.01)
     rng = random.Random(config.seed)
     order = list(range(len(groups)))
@@ -211,6 +213,8 @@ def fit_scorer(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], config: 
         done = step + 1
         if progress:
             progress(done, steps, float(loss))
+        elif done % 25 == 0 or done == steps:
+            log.info("step %d/%d loss %.3f (%.0fs)", done, steps, float(loss), time.perf_counter() - start)
         if config.time_budget_s and time.perf_counter() - start > config.time_budget_s:
             log.warning("training stopped at step %d of %d: time budget of %.0fs spent", done, steps, config.time_budget_s)
             break
@@ -282,7 +286,7 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     counts = {s: sum(1 for g in groups if g.source == s) for s in sorted({g.source for g in groups})}
     log.info("training groups %s; calibration: %d relevant, %d no-tool turns", counts, len(cal_rel), len(cal_nt))
 
-    scorer = CrossEncoderScorer(config.base_model, max_length=config.max_length, seed=config.seed)
+    scorer = make_scorer(config.scorer, config.base_model, max_length=config.max_length, seed=config.seed)
     probe = random.Random(config.seed + 3).sample(list(groups), min(32, len(groups)))
     loss_before = mean_loss(scorer, probe, config.pointwise_weight)
     bar = (lambda done, total, loss: progress("train", done, total, loss)) if progress else None
@@ -306,7 +310,7 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     header = GateHeader(
         base_model=header_base, embedder_id=slb.embedder.id,
         slb_weights={"lexical": slb.weights.lexical, "name_bonus": slb.weights.name_bonus},
-        top_k=config.k, max_length=config.max_length, quantize=config.quantize,
+        top_k=config.k, max_length=config.max_length, quantize=config.quantize, scorer=config.scorer,
         training={"data_hash": digest, "steps": steps, "seconds": round(seconds, 1), "loss_before": loss_before,
                   "loss_after": loss_after, "groups": counts, "n_calibration": len(scored),
                   "registry_hash": registry.content_hash(), "config": asdict(config)},

@@ -87,8 +87,9 @@ class LLMBackend(Protocol):
         """Bring the prompt into the prefix cache (a warm-up); returns the tokens computed now."""
         ...
 
-    def choose(self, prompt: Prompt, options: Sequence[str]) -> Selection:
-        """Pick the option the model rates most likely right after `prompt` (greedy, constrained)."""
+    def choose(self, prompt: Prompt, options: Sequence[str], prior: Sequence[float] | None = None) -> Selection:
+        """Pick the option the model rates most likely right after `prompt` (greedy, constrained); `prior`
+        (one probability per option, e.g. the gate's) is fused with the model's choice where the backend can."""
         ...
 
     def generate(self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 256,

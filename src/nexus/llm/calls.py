@@ -1,7 +1,9 @@
 """The LLM path of one turn: the gate's decision in, a validated tool call (or a plain answer) out.
 
 ROUTE shows the routed tool's full schema and decodes only its arguments; SHORTLIST shows the candidates'
-signatures and lets the model pick a name first; FALLBACK shows every full schema. Arguments are decoded
+signatures and lets the model pick a name first; FALLBACK shows every full schema. Lists are shown best-ranked
+last (next to the request), and the model's pick is fused with the gate's belief (`rank_prior`): a model
+overrides the gate only when it is confident. Arguments are decoded
 under the chosen tool's JSON-Schema grammar and validated with `jsonschema` against the full schema. An
 invalid call gets one repair (the tool's full schema, the rejected JSON and the validator's message), then
 the FALLBACK path; NO_TOOL turns get a plain answer.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -31,6 +34,19 @@ from nexus.registry import Registry
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS = 64
+
+
+def rank_prior(p_top1: float, n: int) -> list[float]:
+    """The gate's belief over a ranked list: p_top1 on the first, the rest shared by rank (e^-rank).
+
+    >>> [round(p, 3) for p in rank_prior(0.8, 3)]
+    [0.8, 0.146, 0.054]
+    """
+    if n <= 1:
+        return [1.0] * n
+    top = min(max(p_top1, 1e-3), 1 - 1e-3)
+    rest = [math.exp(-rank) for rank in range(1, n)]
+    return [top] + [(1 - top) * w / sum(rest) for w in rest]
 
 
 @dataclass(frozen=True)
@@ -64,8 +80,9 @@ class ToolCaller:
     """Runs the LLM path for decisions over one registry."""
 
     def __init__(self, backend: LLMBackend, registry: Registry, prompts: PromptBuilder | None = None,
-                 max_arg_tokens: int = 256):
+                 max_arg_tokens: int = 256, fuse_prior: bool = True):
         self.backend = backend
+        self.fuse_prior = fuse_prior
         self.registry = registry
         chat = getattr(backend, "chat_template", None)
         self.prompts = prompts or PromptBuilder(chat_template=chat)
@@ -117,14 +134,16 @@ class ToolCaller:
         return kept
 
     # -- the path ----------------------------------------------------------------------------------
-    def attempt(self, turn: str, keys: Sequence[str], view: str, history: Sequence[Exchange] = ()) -> _Attempt:
-        """Show `keys` (as full schemas or signatures), pick one (unless there is one), decode its arguments."""
+    def attempt(self, turn: str, keys: Sequence[str], view: str, history: Sequence[Exchange] = (),
+                prior: Sequence[float] | None = None) -> _Attempt:
+        """Show `keys` in this order (as full schemas or signatures), pick one (unless there is one) — fused with
+        `prior`, one probability per key, when given — and decode its arguments."""
         call = self.prompts.call_prompt(turn, self.tool_lines(keys, view), history)
         chosen = 0
         if len(keys) == 1:
             key = keys[0]
         else:
-            selection = self.backend.choose(call, list(keys))
+            selection = self.backend.choose(call, list(keys), prior)
             key, chosen = selection.option, selection.prefilled_tokens
         prompt = self.prompts.arguments_prompt(call, key)
         generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema),
@@ -140,7 +159,10 @@ class ToolCaller:
         if decision.action is Action.ROUTE:
             first = self.attempt(turn, [decision.candidates[0].key], "schema", history)
         elif decision.action is Action.SHORTLIST:
-            first = self.attempt(turn, [h.key for h in decision.candidates], "signature", history)
+            ranked = [h.key for h in decision.candidates]
+            prior = rank_prior(decision.p_top1, len(ranked)) if self.fuse_prior else None
+            # best-ranked last, next to the request: small models pick what they read last (measured)
+            first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None)
         else:
             return self._fallback(turn, decision, history, fallback_order, attempts=0, errors=())
         common = dict(prompt_tokens=first.generation.prompt_tokens, prefilled_tokens=first.prefilled_tokens,
@@ -176,7 +198,8 @@ class ToolCaller:
         if not keys:
             return ToolCall(None, None, None, False, Action.FALLBACK, attempts, errors + ("no schema fits the context",),
                             t_end=time.perf_counter(), fallback_truncated=True)
-        result = self.attempt(turn, keys, "schema", history)
+        prior = rank_prior(decision.p_top1, len(keys)) if self.fuse_prior and decision.candidates else None
+        result = self.attempt(turn, keys[::-1], "schema", history, prior[::-1] if prior else None)
         gen = result.generation
         return ToolCall(result.key, result.arguments, None, result.error is None, Action.FALLBACK, attempts + 1,
                         errors + ((result.error,) if result.error else ()), gen.prompt_tokens, result.prefilled_tokens,

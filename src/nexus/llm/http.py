@@ -130,7 +130,8 @@ class OpenAIHttpBackend:
         self._post("/completions", self._completion_body(prompt, 1, None, ()))
         return n
 
-    def choose(self, prompt: Prompt, options: Sequence[str]) -> Selection:
+    def choose(self, prompt: Prompt, options: Sequence[str], prior: Sequence[float] | None = None) -> Selection:
+        """The server picks under a choice grammar; `prior` cannot be fused without token logits and is unused."""
         if not options:
             raise ValueError("choose() needs at least one option")
         n = self._fit(prompt, 64)

@@ -44,13 +44,15 @@ def default_model_path() -> Path:
 
 
 class _Trie:
-    """Token trie of the options; `end` holds the option index where an option stops."""
+    """Token trie of the options; `end` holds the option index where an option stops, `mass` the prior
+    probability of all options below."""
 
-    __slots__ = ("children", "end")
+    __slots__ = ("children", "end", "mass")
 
     def __init__(self) -> None:
         self.children: dict[int, _Trie] = {}
         self.end: int | None = None
+        self.mass = 0.0
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -147,17 +149,25 @@ class LlamaCppBackend:
         self.context.seq_rm(self.seq)
 
     # -- constrained choice ------------------------------------------------------------------------
-    def choose(self, prompt: Prompt, options: Sequence[str]) -> Selection:
+    def choose(self, prompt: Prompt, options: Sequence[str], prior: Sequence[float] | None = None) -> Selection:
+        """Greedy walk of the options' token trie. With a `prior` (one probability per option), each branch is
+        taken by p_model(token | allowed tokens) * prior mass below it: the model overrides the prior only
+        when it is confident (shallow fusion)."""
         if not options:
             raise ValueError("choose() needs at least one option")
         tokens = self.tokens(prompt)
         paths = [self._segment(" " + option, prompt.special) for option in options]
         self._fit(len(tokens), max(len(p) for p in paths) + 1)
+        weights = list(prior) if prior is not None else [1.0] * len(options)
+        if len(weights) != len(options):
+            raise ValueError("prior needs one weight per option")
         root = _Trie()
         for index, path in enumerate(paths):
             node = root
+            node.mass += weights[index]
             for token in path:
                 node = node.children.setdefault(token, _Trie())
+                node.mass += weights[index]
             if node.end is None:
                 node.end = index
         prefilled = self._sync(tokens)
@@ -175,10 +185,15 @@ class LlamaCppBackend:
             logits = self.context.logits()
             moves = list(node.children)
             scores = [float(logits[t]) for t in moves]
+            masses = [node.children[t].mass for t in moves]
             if node.end is not None:  # an option ends here: compare with the line break that would follow
                 moves.append(-1)
                 scores.append(float(logits[self._newline]))
-            best = moves[int(np.argmax(scores))]
+                masses.append(weights[node.end])
+            logp = np.asarray(scores) - np.logaddexp.reduce(scores)
+            if prior is not None:
+                logp = logp + np.log(np.maximum(masses, 1e-12))
+            best = moves[int(np.argmax(logp))]
             if best == -1:
                 break
             pending.append(best)

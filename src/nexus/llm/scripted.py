@@ -30,6 +30,7 @@ class ScriptedBackend:
         self._scripts = {"arguments": list(arguments), "choices": list(choices), "answers": list(answers)}
         self._used = {name: 0 for name in self._scripts}
         self.calls: list[tuple[str, Prompt, object]] = []  # (kind, prompt, grammar or options)
+        self.priors: list[tuple[float, ...] | None] = []    # the prior of each choose() call
         self._cached: list[str] = []
 
     def _next(self, name: str) -> str | None:
@@ -61,8 +62,9 @@ class ScriptedBackend:
         self.calls.append(("prefill", prompt, None))
         return self._prefill(prompt, 0)[1]
 
-    def choose(self, prompt: Prompt, options: Sequence[str]) -> Selection:
+    def choose(self, prompt: Prompt, options: Sequence[str], prior: Sequence[float] | None = None) -> Selection:
         self.calls.append(("choose", prompt, tuple(options)))
+        self.priors.append(tuple(prior) if prior is not None else None)
         total, prefilled = self._prefill(prompt, 0)
         wanted = self._next("choices")
         return Selection(wanted if wanted in options else options[0], total, prefilled, time.perf_counter())
