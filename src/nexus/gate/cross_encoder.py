@@ -114,7 +114,7 @@ class CrossEncoderScorer:
         import torch
 
         if not self.quantized:
-            self.model.model = torch.ao.quantization.quantize_dynamic(self.network, {torch.nn.Linear}, dtype=torch.qint8)
+            self.model.model = _quantize_linear(self.network)
             self.quantized = True
 
     def logits(self, batch: Any) -> Any:
@@ -128,6 +128,17 @@ class CrossEncoderScorer:
         if self.quantized:
             raise ModelError("a quantised scorer cannot be saved; save before quantize()")
         self.model.save_pretrained(str(folder))
+
+
+def _quantize_linear(module: Any) -> Any:
+    """Dynamic INT8 linear layers (torch.ao's API is deprecated in favour of torchao, which is not a dependency)."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 def _score(scorer: Any, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
@@ -208,7 +219,7 @@ class SegmentCosineScorer:
         import torch
 
         if not self.quantized:
-            self.network["encoder"] = torch.ao.quantization.quantize_dynamic(self.network["encoder"], {torch.nn.Linear}, dtype=torch.qint8)
+            self.network["encoder"] = _quantize_linear(self.network["encoder"])
             self.quantized = True
 
     def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:

@@ -44,14 +44,14 @@ log = logging.getLogger(__name__)
 class TrainConfig:
     base_model: str | None = None       # HF folder; None: the packaged all-MiniLM-L6-v2
     scorer: str = "segment-cosine"       # cross-encoder head: segment-cosine | cross-encoder (see cross_encoder.SCORERS)
-    max_length: int = 128
+    max_length: int = 96
     negatives: int = 5                  # per group, mined from the SLB
     hard_pool: int = 30                 # negatives come from the SLB's top `hard_pool`
     random_negatives: int = 1           # of `negatives`, drawn from the whole registry
     groups_per_step: int = 4
     epochs: float = 1.0
-    max_steps: int = 250
-    lr: float = 5e-5
+    max_steps: int = 400
+    lr: float = 8e-5
     head_lr: float = 1e-3
     warmup: float = 0.1
     pointwise_weight: float = 0.5

@@ -1,0 +1,145 @@
+"""BoundaryGate with deterministic fakes: rerank, follow-up turns, multi-call shortlists, logging, refusal."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from nexus.gate import Action, BoundaryGate, GateModel, GateModelError, contextual_turn, is_follow_up
+from nexus.gate.cross_encoder import FakePairScorer
+from nexus.gate.probabilities import GateCalibration, Thresholds
+from nexus.registry import Registry, Tool
+from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+from nexus.slb.index import HybridWeights
+
+OBJ = {"type": "object", "properties": {}}
+TOOLS = [
+    Tool("get_weather", "Current weather forecast for a city, temperature in celsius or fahrenheit", OBJ, "t"),
+    Tool("get_time", "Current local time in a timezone", OBJ, "t"),
+    Tool("convert_currency", "Convert an amount of money between currencies", OBJ, "t"),
+    Tool("send_email", "Send an email message to a recipient", OBJ, "t"),
+    Tool("book_flight", "Book a flight between two airports on a date", OBJ, "t"),
+    Tool("search_hotels", "Search hotels in a city for given dates", OBJ, "t"),
+]
+
+
+@pytest.fixture()
+def setup():
+    reg = Registry()
+    reg.set_source("t", TOOLS)
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    return reg, slb
+
+
+def _gate(reg, slb, thresholds=Thresholds(route=0.6, no_tool=0.9, fallback=0.7, multi=0.5), **kw):
+    cal = GateCalibration.identity()
+    cal = GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds)
+    return BoundaryGate(slb, reg, GateModel.from_scorer(FakePairScorer(), slb, cal), **kw)
+
+
+def test_rerank_puts_the_cross_encoder_choice_first(setup):
+    reg, slb = setup
+    d = _gate(reg, slb).decide("send an email to my boss")
+    assert d.candidates[0].key == "send_email"
+    assert len(d.scores) == len(d.candidates)
+    assert list(d.scores) == sorted(d.scores, reverse=True)
+    assert 0.0 <= d.p_top1 <= 1.0 and 0.0 <= d.p_no_tool <= 1.0 and d.gate_ms >= 0.0
+
+
+def test_follow_up_turn_routes_with_recent_context(setup):
+    reg, slb = setup
+    gate = _gate(reg, slb)
+    alone = gate.decide("and in celsius?")
+    follow = gate.decide("and in celsius?", history=["what's the weather forecast in Paris"])
+    assert follow.candidates[0].key == "get_weather"
+    assert follow.p_top1 >= alone.p_top1 or alone.candidates[0].key == "get_weather"
+    # a stand-alone turn ignores the history
+    fresh = gate.decide("book a flight from Paris to Rome on a date", history=["what's the weather in Paris"])
+    assert fresh.candidates[0].key == "book_flight"
+
+
+@pytest.mark.parametrize("turn, expected", [
+    ("and in Celsius?", True), ("what about Tokyo?", True), ("do the same for Berlin", True),
+    ("thanks!", False), ("Book a flight from Paris to Rome next Monday for two adults", False),
+])
+def test_is_follow_up(turn, expected):
+    assert is_follow_up(turn) is expected
+
+
+def test_contextual_turn_keeps_the_turn_whole_and_bounds_context():
+    text = contextual_turn("and in Celsius?", ["x " * 400, "weather in Paris"], max_turns=2)
+    assert text.endswith("weather in Paris and in Celsius?") and len(text) <= 400
+    assert contextual_turn("book a flight to Rome next Monday please", ["weather in Paris"]) == "book a flight to Rome next Monday please"
+
+
+def test_multi_call_turn_is_shortlisted_with_every_needed_tool(setup):
+    reg, slb = setup
+    gate = _gate(reg, slb, thresholds=Thresholds(route=0.0, no_tool=0.99, fallback=0.99, multi=0.55), shortlist_k=1)
+    d = gate.decide("book a flight to Rome and search hotels in Rome")
+    assert d.action is Action.SHORTLIST
+    assert {"book_flight", "search_hotels"} <= set(d.shortlist(len(d.candidates)))
+
+
+def test_no_tool_and_fallback_from_thresholds(setup):
+    reg, slb = setup
+    # identity calibration: p_no_tool = sigmoid(-max overlap) is about 0.5 for an unrelated turn
+    d = _gate(reg, slb, thresholds=Thresholds(route=0.99, no_tool=0.45, fallback=0.4)).decide("tell me a joke about cats")
+    assert d.action is Action.NO_TOOL and d.tool is None
+    d = _gate(reg, slb, thresholds=Thresholds(route=0.99, no_tool=0.99, fallback=0.45)).decide("tell me a joke about cats")
+    assert d.action is Action.FALLBACK
+
+
+def test_decisions_are_logged_as_json_lines(setup, tmp_path):
+    reg, slb = setup
+    log_path = tmp_path / "decisions.jsonl"
+    gate = _gate(reg, slb, log_path=log_path)
+    gate.decide("what time is it in Tokyo")
+    gate.decide("and in London?", history=["what time is it in Tokyo"])
+    rows = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert [r["action"] for r in rows] and rows[1]["context"].startswith("what time is it in Tokyo")
+    assert rows[0]["candidates"][0] == "get_time"
+
+
+def test_gate_refuses_a_model_calibrated_for_another_embedder(setup):
+    reg, slb = setup
+    model = GateModel.from_scorer(FakePairScorer(), slb)
+    other = SemanticLookasideBuffer(HashEmbedder(dim=32))
+    other.sync(reg)
+    with pytest.raises(GateModelError, match="embedder"):
+        BoundaryGate(other, reg, model)
+    reweighted = SemanticLookasideBuffer(HashEmbedder(), HybridWeights(lexical=0.9))
+    reweighted.sync(reg)
+    with pytest.raises(GateModelError, match="weights"):
+        BoundaryGate(reweighted, reg, model)
+
+
+def test_empty_registry_means_no_tool():
+    reg = Registry()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    d = BoundaryGate(slb, reg, GateModel.from_scorer(FakePairScorer(), slb)).decide("anything")
+    assert d.action is Action.NO_TOOL and d.candidates == ()
+
+
+def test_gate_metrics_keys_and_plots(setup, tmp_path):
+    from nexus.gate.bench import gate_metrics
+
+    reg, slb = setup
+    queries = [
+        {"id": "1", "query": "send an email to Bob", "tool": "send_email"},
+        {"id": "2", "query": "what time is it in Tokyo", "tool": "get_time"},
+        {"id": "3", "query": "weather forecast for Paris", "tool": "get_weather"},
+        {"id": "4", "query": "tell me a joke", "tool": None},
+        {"id": "5", "query": "a tool we do not have", "tool": "missing_tool"},
+    ]
+    result = gate_metrics(slb, reg, queries, _gate(reg, slb), tmp_path)
+    for key in ("top1_gate", "coverage", "selective_accuracy", "ece", "no_tool_auroc", "gate_ms_p50", "gate_ms_p99"):
+        assert key in result
+    assert result["gate_n_relevant"] == 3 and result["gate_n_no_tool"] == 1
+    assert result["top1_gate"] == pytest.approx(1.0)
+    assert (tmp_path / "risk_coverage.png").stat().st_size > 0 and (tmp_path / "reliability.png").stat().st_size > 0
+    assert len((tmp_path / "gate_rows.jsonl").read_text().splitlines()) == 4
+    assert np.isfinite(result["gate_ms_p50"])

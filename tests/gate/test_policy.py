@@ -1,0 +1,97 @@
+"""The decision policy and threshold derivation on scripted scores."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from nexus.gate.decision import Action
+from nexus.gate.policy import choose_action
+from nexus.gate.probabilities import GateCalibration, RiskTargets, ScoredTurn, Thresholds, fit_calibration, with_thresholds
+
+TH = Thresholds(route=0.9, no_tool=0.8, fallback=0.4, multi=0.5)
+
+
+@pytest.mark.parametrize(
+    "p_top1, p_no_tool, second, expected",
+    [
+        (0.97, 0.01, 0.10, Action.ROUTE),
+        (0.90, 0.79, 0.49, Action.ROUTE),       # thresholds are inclusive / exclusive as documented
+        (0.89, 0.01, 0.10, Action.SHORTLIST),   # not confident enough to route
+        (0.99, 0.01, 0.70, Action.SHORTLIST),   # a second tool is needed: multi-call turn
+        (0.80, 0.45, 0.10, Action.FALLBACK),    # unsure whether any candidate applies
+        (0.99, 0.45, 0.10, Action.ROUTE),       # a confident route needs no shortlist
+        (0.30, 0.80, 0.00, Action.NO_TOOL),
+        (0.99, 0.95, 0.00, Action.NO_TOOL),     # no-tool wins over a confident-looking top-1
+    ],
+)
+def test_choose_action(p_top1, p_no_tool, second, expected):
+    assert choose_action(p_top1, p_no_tool, second, TH) is expected
+
+
+def test_infinite_thresholds_disable_actions():
+    never = Thresholds(route=math.inf, no_tool=math.inf, fallback=math.inf, multi=0.5)
+    assert choose_action(1.0, 1.0, 0.0, never) is Action.SHORTLIST
+    assert Thresholds.from_dict(never.to_dict()) == never
+
+
+def _scripted_turns(n: int, seed: int = 0) -> list[ScoredTurn]:
+    """Turns whose gold candidate leads by a margin that also predicts correctness; some no-tool turns."""
+    rng = np.random.default_rng(seed)
+    turns = []
+    for i in range(n):
+        if i % 5 == 0:
+            ce = rng.normal(-3, 1, 10)
+            turns.append(ScoredTurn(ce, rng.normal(0.2, 0.05, 10), np.zeros(10), np.zeros(10, bool), True))
+            continue
+        ce = rng.normal(0, 1, 10)
+        gold = np.zeros(10, bool)
+        g = int(rng.integers(10))
+        gold[g] = True
+        ce[g] += rng.normal(3, 2)
+        turns.append(ScoredTurn(ce, rng.normal(0.5, 0.05, 10), np.zeros(10), gold, False))
+    return turns
+
+
+def test_fitted_calibration_meets_its_risk_target_in_sample():
+    turns = _scripted_turns(2000)
+    cal = fit_calibration(turns, RiskTargets(route=0.02, no_tool=0.05, shortlist=0.05))
+    rep = cal.report
+    assert rep["selective_accuracy"] >= 0.98 - 1e-9
+    assert rep["ece_top1"] < 0.05
+    assert rep["no_tool_auroc"] > 0.95
+    assert 0.0 < rep["coverage"] < 1.0
+    # every turn the policy routes is above the route threshold
+    for t in turns[:200]:
+        out = cal.apply(t.ce, t.dense, t.lexical)
+        action = choose_action(out.p_top1, out.p_no_tool, out.relevance[1], cal.thresholds)
+        if action is Action.ROUTE:
+            assert out.p_top1 >= cal.thresholds.route
+
+
+def test_unreachable_risk_target_disables_route():
+    # the most confident turn is wrong, so no threshold gives zero risk: ROUTE is switched off (inf)
+    z = np.zeros(3)
+    wrong = ScoredTurn(np.array([9.0, -5.0, -5.0]), z, z, np.array([False, True, False]), False)
+    right = [ScoredTurn(np.array([float(m), -5.0, -5.0]), z, z, np.array([True, False, False]), False) for m in range(1, 8)]
+    cal = with_thresholds(GateCalibration.identity(), [wrong, *right], RiskTargets(route=0.0))
+    assert cal.thresholds.route == math.inf
+    assert cal.report["coverage"] == 0.0
+    relaxed = with_thresholds(GateCalibration.identity(), [wrong, *right], RiskTargets(route=0.2))
+    assert relaxed.thresholds.route < math.inf and relaxed.report["selective_accuracy"] >= 0.8
+
+
+def test_calibration_round_trips_through_dict():
+    cal = fit_calibration(_scripted_turns(500))
+    again = GateCalibration.from_dict(cal.to_dict())
+    t = _scripted_turns(3, seed=1)[1]
+    a, b = cal.apply(t.ce, t.dense, t.lexical), again.apply(t.ce, t.dense, t.lexical)
+    assert (a.p_top1, a.p_no_tool) == pytest.approx((b.p_top1, b.p_no_tool))
+    assert again.thresholds == cal.thresholds
+
+
+def test_fit_refuses_a_tiny_calibration_split():
+    with pytest.raises(ValueError, match="calibration needs"):
+        fit_calibration(_scripted_turns(5))

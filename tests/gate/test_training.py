@@ -1,0 +1,203 @@
+"""A tiny real training run, persistence round trip, refusal of mismatched or corrupt models."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+
+import numpy as np
+import pytest
+
+from nexus.gate.cross_encoder import CrossEncoderScorer, default_base_model
+from nexus.gate.data import LabelledTurn, pseudo_queries, tool_disjoint
+from nexus.gate.model import HEADER_FILE, GateModel, GateModelError
+from nexus.gate.probabilities import GateCalibration
+
+from .conftest import DISTRACTORS, PLANTED, PLANTED_QUERY
+
+
+def test_tiny_training_lowers_the_loss(tiny_trained):
+    _, _, before, after = tiny_trained
+    assert after < before * 0.7
+
+
+def test_tiny_training_ranks_the_planted_positive_first(tiny_trained):
+    scorer = tiny_trained[0]
+    docs = [PLANTED, *DISTRACTORS]
+    scores = scorer.score([PLANTED_QUERY] * len(docs), docs)
+    assert int(np.argmax(scores)) == 0
+    # the ordinary groups are learnt too
+    weather = scorer.score(["weather in Paris tomorrow"] * len(docs), docs)
+    assert int(np.argmax(weather)) == 1
+
+
+def _model(scorer, quantize=False):
+    from nexus.gate.cross_encoder import SCORERS
+    from nexus.gate.model import GateHeader
+
+    kind = next(k for k, cls in SCORERS.items() if isinstance(scorer, cls))
+    header = GateHeader(base_model="all-MiniLM-L6-v2", embedder_id="hash:64", slb_weights={"lexical": 0.3, "name_bonus": 1.0},
+                        top_k=10, max_length=scorer.max_length, quantize=quantize, training={"data_hash": "x"}, calibration={},
+                        scorer=kind)
+    return GateModel(scorer, GateCalibration.identity(), header)
+
+
+def test_persistence_round_trip(tiny_trained, tmp_path):
+    scorer = tiny_trained[0]
+    folder = _model(scorer).save(tmp_path / "gate")
+    assert (folder / HEADER_FILE).is_file() and not list(tmp_path.glob(".gate.tmp-*"))
+    loaded = GateModel.load(folder)
+    docs = [PLANTED, *DISTRACTORS]
+    assert loaded.scorer.score([PLANTED_QUERY] * 5, docs) == pytest.approx(scorer.score([PLANTED_QUERY] * 5, docs), abs=1e-4)
+    assert loaded.header.training["data_hash"] == "x" and loaded.header.format_version == 1
+    assert loaded.calibration.thresholds == GateCalibration.identity().thresholds
+    # saving again over an existing model replaces it atomically
+    _model(scorer).save(folder)
+    assert GateModel.load(folder).header.base_model == "all-MiniLM-L6-v2"
+
+
+def test_quantised_load_keeps_the_ranking(tiny_trained, tmp_path):
+    scorer = tiny_trained[0]
+    folder = _model(scorer, quantize=True).save(tmp_path / "gate")
+    loaded = GateModel.load(folder)
+    assert loaded.scorer.quantized
+    docs = [PLANTED, *DISTRACTORS]
+    assert int(np.argmax(loaded.scorer.score([PLANTED_QUERY] * 5, docs))) == 0
+
+
+def test_refuses_mismatched_or_corrupt_models(tiny_trained, tmp_path):
+    folder = _model(tiny_trained[0]).save(tmp_path / "gate")
+    header = json.loads((folder / HEADER_FILE).read_text())
+
+    newer = tmp_path / "newer"
+    shutil.copytree(folder, newer)
+    (newer / HEADER_FILE).write_text(json.dumps({**header, "format_version": 99}))
+    with pytest.raises(GateModelError, match="format version 99"):
+        GateModel.load(newer)
+
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(folder, corrupt)
+    weights = next(corrupt.glob("*.safetensors"))
+    data = bytearray(weights.read_bytes())
+    data[-10] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(GateModelError, match="checksum"):
+        GateModel.load(corrupt)
+
+    broken = tmp_path / "broken"
+    shutil.copytree(folder, broken)
+    (broken / HEADER_FILE).write_text("{not json")
+    with pytest.raises(GateModelError, match="unreadable header"):
+        GateModel.load(broken)
+
+    unknown = tmp_path / "unknown"
+    shutil.copytree(folder, unknown)
+    (unknown / HEADER_FILE).write_text(json.dumps({**header, "scorer": "magic"}))
+    with pytest.raises(GateModelError, match="unknown scorer kind 'magic'"):
+        GateModel.load(unknown)
+
+    with pytest.raises(GateModelError, match="not a Nexus gate model"):
+        GateModel.load(default_base_model())  # a plain encoder folder has no gate header
+    with pytest.raises(GateModelError, match="no gate model"):
+        GateModel.load(tmp_path / "missing")
+
+
+def test_scorer_rejects_a_folder_without_config(tmp_path):
+    from nexus.errors import ModelError
+
+    from nexus.gate.cross_encoder import make_scorer
+
+    with pytest.raises(ModelError, match="config.json"):
+        CrossEncoderScorer(tmp_path)
+    with pytest.raises(ModelError, match="config.json"):
+        make_scorer("segment-cosine", tmp_path)
+    with pytest.raises(ModelError, match="unknown scorer kind"):
+        make_scorer("bm25", tmp_path)
+
+
+def test_pseudo_queries_are_deterministic_and_drawn_from_the_docs():
+    from nexus.registry import Tool
+
+    tool = Tool("get_weather", "Get the current weather for a city. Uses a paid API.",
+                {"type": "object", "properties": {"city": {"type": "string", "description": "Name of the city"},
+                                                  "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}}, "w")
+    a = pseudo_queries(tool, random.Random(1), 4)
+    assert a == pseudo_queries(tool, random.Random(1), 4)
+    assert len(a) == len(set(a)) == 4
+    assert any("weather" in q.lower() for q in a)
+    assert all("paid API" not in q for q in a)  # only the first sentence is used
+
+
+def test_tool_disjoint_drops_names_families_and_descriptions():
+    from nexus.registry import Tool
+
+    obj = {"type": "object"}
+    pool = [Tool("Movies_1_FindMovies", "Find movies", obj), Tool("get_time", "Current time", obj),
+            Tool("clock", "current  TIME", obj), Tool("send_email", "Send mail", obj)]
+    exclude = [Tool("Movies_3_FindMovies", "Search films", obj), Tool("time_now", "Current time", obj),
+               Tool("send_email", "Other text", obj)]
+    assert [t.name for t in tool_disjoint(pool, exclude)] == []
+    assert [t.name for t in tool_disjoint(pool, exclude[:1])] == ["get_time", "clock", "send_email"]
+
+
+def _synthetic_registry():
+    from nexus.registry import Registry, Tool
+
+    verbs = ["archive", "translate", "summarise", "encrypt", "print", "share"]
+    nouns = ["invoice", "photo", "contract", "playlist"]
+    tools = [Tool(f"{v}_{n}", f"{v.capitalize()} a {n} stored in the account.",
+                  {"type": "object", "properties": {f"{n}_id": {"type": "string", "description": f"Identifier of the {n}"}}}, "syn")
+             for v in verbs for n in nouns]
+    reg = Registry()
+    reg.set_source("syn", tools)
+    turns = []
+    for v in verbs:
+        for n in nouns:
+            for i, ask in enumerate([f"please {v} my {n}", f"can you {v} the {n} from last week", f"I need to {v} this {n} now"]):
+                turns.append(LabelledTurn(f"{v}-{n}-{i}", ask, (f"{v}_{n}",)))
+    turns += [LabelledTurn(f"none-{i}", q) for i, q in enumerate(
+        ["tell me a joke", "what is the meaning of life", "how are you today", "sing a song", "who won the match",
+         "recommend a novel", "what is love", "say hello", "explain gravity", "write a haiku", "good morning", "count to ten"])]
+    return reg, turns
+
+
+def test_train_gate_end_to_end_saves_a_loadable_calibrated_model(tmp_path):
+    """The whole recipe on a small synthetic registry (hash embedder, a few steps)."""
+    import torch
+
+    from nexus.gate import BoundaryGate
+    from nexus.gate.training import TrainConfig, train_gate
+    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+    torch.set_num_threads(1)
+    reg, turns = _synthetic_registry()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    config = TrainConfig(max_length=48, max_steps=8, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.3, k=6)
+    model, report = train_gate(reg, slb, turns, self_supervised=True, config=config, out_dir=tmp_path / "gate")
+    assert report.steps == 8 and report.groups["labelled"] > 0 and report.groups["no_tool"] > 0 and report.groups["self"] > 0
+    assert report.calibration["n_relevant"] >= 10 and report.calibration["n_no_tool"] >= 1
+    header = GateModel.read_header(tmp_path / "gate")
+    assert header.training["data_hash"] == report.data_hash and header.embedder_id == slb.embedder.id
+    assert header.calibration["thresholds"] == model.calibration.thresholds.to_dict()
+    loaded = GateModel.load(tmp_path / "gate")
+    d = BoundaryGate(slb, reg, loaded, k=6).decide("please encrypt my contract")
+    assert 0.0 <= d.p_top1 <= 1.0 and d.candidates
+
+
+def test_self_supervised_only_training_needs_no_labels(tmp_path):
+    import torch
+
+    from nexus.gate.training import TrainConfig, train_gate
+    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+    torch.set_num_threads(1)
+    reg, _ = _synthetic_registry()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    config = TrainConfig(max_length=48, max_steps=4, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.5,
+                         self_per_tool=2, k=6)
+    model, report = train_gate(reg, slb, (), self_supervised=True, config=config)
+    assert set(report.groups) == {"self", "self_no_tool"}
+    assert report.calibration["n_no_tool"] > 0
