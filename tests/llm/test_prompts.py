@@ -38,7 +38,7 @@ def test_tools_prefix_is_a_prefix_of_every_call_prompt():
 
 def test_header_examples_are_rendered_like_live_tools():
     header = few_shot()
-    assert header.count("Tools:\n") == 2 and header.endswith("\n\n")
+    assert header.count("Tools:\n") == 3 and header.endswith("\n\n")
     assert signature_line("get_weather", WEATHER).startswith("get_weather(")
 
 

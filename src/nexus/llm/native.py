@@ -33,14 +33,29 @@ def _lib():
     return llama_cpp
 
 
+def route_native_logs() -> None:
+    """Send llama.cpp's own log lines to the `nexus.llm.llama_cpp` logger (DEBUG; ERROR lines at ERROR)
+    instead of stderr, once per process (ggml levels: 4 is ERROR; the rest is chatter)."""
+    L = _lib()
+    if getattr(route_native_logs, "callback", None) is not None:
+        return
+    native = logging.getLogger("nexus.llm.llama_cpp")
+
+    @L.llama_log_callback
+    def to_logging(level: int, text: bytes, user_data: object) -> None:
+        native.log(logging.ERROR if level == 4 else logging.DEBUG, "%s", text.decode("utf-8", "replace").rstrip())
+
+    route_native_logs.callback = to_logging  # the C side keeps only a pointer: keep the object alive
+    L.llama_log_set(to_logging, ctypes.c_void_p(0))
+
+
 class GGUFModel:
     """A loaded GGUF model: weights, vocabulary, metadata."""
 
     def __init__(self, path: str | Path, *, n_gpu_layers: int = 0, verbose: bool = False):
         L = _lib()
         if not verbose:
-            # llama-cpp-python's log callback prints whatever its logger lets through.
-            logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+            route_native_logs()
         path = Path(path)
         if not path.is_file():
             raise ModelError(f"GGUF model {path} not found; set NEXUS_LLM_MODEL to a .gguf file")

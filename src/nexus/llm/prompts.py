@@ -46,6 +46,9 @@ def _example_tools() -> dict[str, Tool]:
                                                              ["to", "subject"]), "examples"),
         "create_event": Tool("create_event", "Add an event to the calendar.", obj(
             {"title": text, "date": text, "time": text}, ["title", "date"]), "examples"),
+        "read_file": Tool("read_file", "Read a text file.", obj(
+            {"path": {"type": "string", "description": "Absolute path of the file"},
+             "encoding": {"type": "string", "default": "utf-8"}}, ["path"]), "examples"),
         "convert_currency": Tool("convert_currency", "Convert an amount of money from one currency to another.", obj(
             {"amount": {"type": "number", "description": "Amount to convert"},
              "from_currency": {"type": "string", "description": "ISO code, e.g. USD"},
@@ -58,6 +61,8 @@ def _example_tools() -> dict[str, Tool]:
 EXAMPLES = (
     (("get_weather", "send_email", "create_event"), "signature", "What's the weather like in Paris right now, in celsius?",
      "get_weather", {"city": "Paris", "unit": "celsius"}),
+    (("read_file",), "schema", "Show me what's in /home/ann/notes/todo.txt", "read_file",
+     {"path": "/home/ann/notes/todo.txt"}),
     (("convert_currency",), "schema", "How much is 250 dollars in euros?", "convert_currency",
      {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}),
 )
