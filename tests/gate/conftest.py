@@ -35,12 +35,13 @@ def tiny_trained(request):
     import torch
 
     from nexus.gate.cross_encoder import make_scorer
-    from nexus.gate.training import TrainConfig, fit_scorer, mean_loss
+    from nexus.gate.training import TrainConfig, fit_scorer, init_head, mean_loss
 
     torch.set_num_threads(1)
     groups = tiny_groups()
     config = TrainConfig(max_length=64, groups_per_step=3, max_steps=30, epochs=100, lr=1e-4, head_lr=2e-3, warmup=0.1)
     scorer = make_scorer(request.param, None, max_length=64, seed=0)
+    init_head(scorer, groups)
     before = mean_loss(scorer, groups, config.pointwise_weight)
     fit_scorer(scorer, groups, config)
     after = mean_loss(scorer, groups, config.pointwise_weight)

@@ -215,9 +215,17 @@ class SegmentCosineScorer:
         head = self.network["head"]
         return head.scale * torch.nn.functional.cosine_similarity(u, v, dim=-1) + head.bias
 
-    def quantize(self) -> None:
+    def init_bias(self, turns: Sequence[str], docs: Sequence[str]) -> None:
+        """Centre the head before training: the bi-encoder's cosines are all positive (0.2-0.8), so with
+        bias 0 every pair would start as a confident match and the pointwise loss would swamp the ranking."""
         import torch
 
+        with torch.no_grad():
+            self.network["head"].bias.zero_()
+            logits = _score(self, turns, docs)
+            self.network["head"].bias.fill_(-float(np.mean(logits)) - 1.0)
+
+    def quantize(self) -> None:
         if not self.quantized:
             self.network["encoder"] = _quantize_linear(self.network["encoder"])
             self.quantized = True

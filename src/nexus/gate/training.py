@@ -174,9 +174,16 @@ def mean_loss(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], pointwise
     return sum(total) / max(len(groups), 1)
 
 
+def init_head(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], seed: int = 0) -> None:
+    """Let a scorer centre its head on a few training pairs before the first step (see SegmentCosineScorer)."""
+    if hasattr(scorer, "init_bias"):
+        probe = random.Random(seed).sample(list(groups), min(16, len(groups)))
+        scorer.init_bias([g.turn for g in probe for _ in g.docs], [d for g in probe for d in g.docs])
+
+
 def fit_scorer(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], config: TrainConfig,
                progress: Callable[[int, int, float], None] | None = None) -> tuple[int, float]:
-    """Fine-tune in place; returns (steps run, seconds)."""
+    """Fine-tune in place (call `init_head` first); returns (steps run, seconds)."""
     import torch
 
     net = scorer.network
@@ -259,16 +266,19 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     rng.shuffle(no_tool)
     if not relevant and not self_supervised:
         raise TrainingError("no training data: give labelled turns whose tools are in the registry, or enable self-supervision")
+    n_cal_nt = int(round(config.cal_fraction * len(no_tool)))
+    cal_nt, train_nt = no_tool[:n_cal_nt], no_tool[n_cal_nt:]
+    absent: set[str] = set()
     if relevant:
         train_rel, cal_rel, held = split_by_tool(relevant, registry, config.cal_fraction, config.seed)
-        n_cal_nt = int(round(config.cal_fraction * len(no_tool)))
-        cal_nt, train_nt = no_tool[:n_cal_nt], no_tool[n_cal_nt:]
-        absent: set[str] = set()
     else:
-        held, absent = _self_supervised_holdout(registry, config)
+        # no labelled relevant turns: calibrate on pseudo-queries of withheld tools; without labelled
+        # no-tool turns either, half of the withheld tools are hidden from the SLB and stand in for them
+        held, absent = _self_supervised_holdout(registry, config, hide=not no_tool)
         cal_rel = self_supervised_turns(registry, config.self_per_tool, config.seed + 1, sorted(held - absent))
-        cal_nt = [LabelledTurn(t.id, t.query) for t in self_supervised_turns(registry, 1, config.seed + 2, sorted(absent))]
-        train_rel, train_nt = [], []
+        if absent:
+            cal_nt = [LabelledTurn(t.id, t.query) for t in self_supervised_turns(registry, 1, config.seed + 2, sorted(absent))]
+        train_rel = []
     groups = mine_groups(slb, registry, train_rel, config, held, "labelled", rng)
     groups += mine_groups(slb, registry, train_nt, config, held, "no_tool", rng)
     if self_supervised:
@@ -287,6 +297,7 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     log.info("training groups %s; calibration: %d relevant, %d no-tool turns", counts, len(cal_rel), len(cal_nt))
 
     scorer = make_scorer(config.scorer, config.base_model, max_length=config.max_length, seed=config.seed)
+    init_head(scorer, groups, config.seed)
     probe = random.Random(config.seed + 3).sample(list(groups), min(32, len(groups)))
     loss_before = mean_loss(scorer, probe, config.pointwise_weight)
     bar = (lambda done, total, loss: progress("train", done, total, loss)) if progress else None
@@ -323,13 +334,13 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     return model, report
 
 
-def _self_supervised_holdout(registry: Registry, config: TrainConfig) -> tuple[set[str], set[str]]:
-    """Without labelled turns: withhold tools for calibration; half of them are removed from view (no-tool)."""
+def _self_supervised_holdout(registry: Registry, config: TrainConfig, hide: bool = True) -> tuple[set[str], set[str]]:
+    """Without labelled turns: withhold tools for calibration; with `hide`, half of them are removed from view."""
     keys = sorted(registry.keys())
     random.Random(config.seed).shuffle(keys)
     n = max(10, int(config.cal_fraction * len(keys)))
-    held = set(keys[:n])
     if len(keys) - n < 10:
         raise TrainingError(f"self-supervision needs a registry of >= {n + 10} tools to hold some out for calibration, got {len(keys)}")
-    absent = set(keys[: n // 2])
+    held = set(keys[:n])
+    absent = set(keys[: n // 2]) if hide else set()
     return held, absent
