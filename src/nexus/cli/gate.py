@@ -58,21 +58,15 @@ def train(
     from dataclasses import asdict, replace
 
     from nexus.config import Settings
-    from nexus.gate.bench import default_model_dir, name_to_key
+    from nexus.gate.bench import default_model_dir
     from nexus.gate.config import GateSettings
-    from nexus.gate.data import LabelledTurn, read_turns
     from nexus.gate.probabilities import RiskTargets
     from nexus.gate.training import TrainConfig, train_gate
 
     settings, gs = Settings(), GateSettings()
     _threads(gs.threads)
     registry = _registry(tools)
-    mapping = name_to_key(registry)
-    turns = []
-    for path in queries:
-        for t in read_turns(path):
-            keys = tuple(mapping.get(n, n) for n in t.tools)
-            turns.append(LabelledTurn(t.id, t.query, keys, t.history))
+    turns = _labelled(queries, registry)
     config = TrainConfig(base_model=str(base or gs.base_model) if (base or gs.base_model) else None, seed=seed,
                          k=gs.k, time_budget_s=time_budget,
                          targets=RiskTargets(gs.risk_route, gs.risk_no_tool, gs.risk_shortlist, gs.shortlist_k))
@@ -88,6 +82,33 @@ def train(
     if json_out:
         json_out.write_text(text, encoding="utf-8")
     print(text)
+
+
+def _labelled(paths: List[Path], registry):
+    from nexus.gate.bench import name_to_key
+    from nexus.gate.data import LabelledTurn, read_turns
+
+    mapping = name_to_key(registry)
+    return [LabelledTurn(t.id, t.query, tuple(mapping.get(n, n) for n in t.tools), t.history)
+            for path in paths for t in read_turns(path)]
+
+
+@app.command("calibrate")
+def calibrate(
+    model: Path = typer.Option(..., help="saved gate folder whose calibration is refitted in place"),
+    tools: List[Path] = typer.Option(..., help="the registry it was trained on (its calibration split is rebuilt)"),
+    queries: List[Path] = typer.Option([], help="the labelled turns it was trained with"),
+) -> None:
+    """Refit calibration and thresholds of a saved model on its own held-out calibration split."""
+    from nexus.config import Settings
+    from nexus.gate.config import GateSettings
+    from nexus.gate.training import recalibrate
+
+    settings, gs = Settings(), GateSettings()
+    _threads(gs.threads)
+    registry = _registry(tools)
+    refitted = recalibrate(model, registry, _slb(registry, settings), _labelled(queries, registry))
+    print(json.dumps({"model": str(model), "calibration": refitted.calibration.report}, indent=2, default=str))
 
 
 def _progress_bar():

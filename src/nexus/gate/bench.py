@@ -164,7 +164,7 @@ def plot_reliability(run_dir: Path, p: np.ndarray, y: np.ndarray, name: str = "r
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(5, 5.5), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
     ax.bar(centres[used], acc[used], width=1 / len(counts), edgecolor="k", alpha=0.7, label="accuracy")
     ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
-    ax.scatter(conf[used], acc[used], color="red", s=12, zorder=3, label="bin mean confidence")
+    ax.scatter(conf[used], acc[used], color="red", s=12, zorder=3, label="(bin mean confidence, accuracy)")
     ax.set_ylabel("observed accuracy")
     ax.set_title(f"Reliability of {what}  (ECE {expected_calibration_error(p, y):.3f}, 15 bins)")
     ax.legend(fontsize=8)

@@ -112,6 +112,16 @@ class GateModel:
         self.header = header
         return folder
 
+    def write_calibration(self, folder: str | Path, calibration: GateCalibration) -> None:
+        """Replace the calibration in a saved model's header (atomic rename); the weights stay as they are."""
+        folder = Path(folder)
+        self.read_header(folder)  # refuse to touch a folder that is not an intact gate model
+        header = GateHeader(**{**self.header.to_dict(), "calibration": calibration.to_dict()})
+        tmp = folder / f".{HEADER_FILE}.tmp-{os.getpid()}"
+        tmp.write_text(json.dumps(header.to_dict(), indent=2, default=_json_default), encoding="utf-8")
+        os.replace(tmp, folder / HEADER_FILE)
+        self.header, self.calibration = header, calibration
+
     @staticmethod
     def read_header(folder: str | Path) -> GateHeader:
         """Read and check the header only (cheap): format, version, required fields, weight checksums."""

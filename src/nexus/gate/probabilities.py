@@ -59,8 +59,22 @@ def top1_features(probs_sorted: np.ndarray, ce_top: float) -> np.ndarray:
     return np.array([float(logit(probs_sorted[0])), ce_top])
 
 
-def no_tool_features(ce: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
-    return np.array([ce.max(), dense.max(), (dense + lexical).max(), lexical.max()], dtype=np.float64)
+# Inputs the no-tool model may read, by name (the calibration records which it uses). The lexical channel
+# is left out by default: BFCL `irrelevance` pairs each turn with deliberately word-similar functions, so
+# on that training data lexical overlap *predicts* "no tool" — a shortcut that reverses on other turns.
+NO_TOOL_INPUTS = {
+    "max_ce": lambda ce, dense, lexical: ce.max(),
+    "max_dense": lambda ce, dense, lexical: dense.max(),
+    "max_fused": lambda ce, dense, lexical: (dense + lexical).max(),
+    "max_lexical": lambda ce, dense, lexical: lexical.max(),
+}
+DEFAULT_NO_TOOL_INPUTS = ("max_ce", "max_dense")
+_LEGACY_NO_TOOL_INPUTS = ("max_ce", "max_dense", "max_fused", "max_lexical")
+
+
+def no_tool_features(ce: np.ndarray, dense: np.ndarray, lexical: np.ndarray,
+                     inputs: Sequence[str] = DEFAULT_NO_TOOL_INPUTS) -> np.ndarray:
+    return np.array([NO_TOOL_INPUTS[name](ce, dense, lexical) for name in inputs], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,7 @@ class GateCalibration:
     relevance: LogisticMap
     thresholds: Thresholds = field(default_factory=Thresholds)
     report: dict = field(default_factory=dict, compare=False)   # calibration-split metrics, for the header
+    no_tool_inputs: tuple[str, ...] = DEFAULT_NO_TOOL_INPUTS
 
     @classmethod
     def identity(cls) -> "GateCalibration":
@@ -78,7 +93,7 @@ class GateCalibration:
         return cls(
             fusion=(1.0, 0.0, 0.0),
             top1=LogisticMap((1.0, 0.0), 0.0, (0.0, 0.0), (1.0, 1.0)),
-            no_tool=LogisticMap((-1.0, 0.0, 0.0, 0.0), 0.0, (0.0, 0.0, 0.0, 0.0), (1.0, 1.0, 1.0, 1.0)),
+            no_tool=LogisticMap((-1.0, 0.0), 0.0, (0.0, 0.0), (1.0, 1.0)),
             relevance=LogisticMap((1.0,), 0.0, (0.0,), (1.0,)),
         )
 
@@ -88,18 +103,25 @@ class GateCalibration:
         order = np.argsort(-fused, kind="mergesort")
         probs = softmax(fused[order])
         p_top1 = float(self.top1(top1_features(probs, ce[order[0]]))[0])
-        p_no_tool = float(self.no_tool(no_tool_features(ce, dense, lexical))[0])
+        p_no_tool = float(self.no_tool(no_tool_features(ce, dense, lexical, self.no_tool_inputs))[0])
         relevance = self.relevance(ce[order][:, None])
         return TurnProbabilities(order, fused, probs, relevance, p_top1, p_no_tool)
 
     def to_dict(self) -> dict:
         return {"fusion": list(self.fusion), "top1": self.top1.to_dict(), "no_tool": self.no_tool.to_dict(),
-                "relevance": self.relevance.to_dict(), "thresholds": self.thresholds.to_dict(), "report": self.report}
+                "no_tool_inputs": list(self.no_tool_inputs), "relevance": self.relevance.to_dict(),
+                "thresholds": self.thresholds.to_dict(), "report": self.report}
 
     @classmethod
     def from_dict(cls, d: dict) -> "GateCalibration":
-        return cls(tuple(float(x) for x in d["fusion"]), LogisticMap.from_dict(d["top1"]), LogisticMap.from_dict(d["no_tool"]),
-                   LogisticMap.from_dict(d["relevance"]), Thresholds.from_dict(d["thresholds"]), dict(d.get("report", {})))
+        inputs = tuple(d.get("no_tool_inputs", _LEGACY_NO_TOOL_INPUTS))
+        unknown = [name for name in inputs if name not in NO_TOOL_INPUTS]
+        no_tool = LogisticMap.from_dict(d["no_tool"])
+        if unknown or len(no_tool.weights) != len(inputs):
+            raise ValueError(f"no-tool inputs {list(inputs)} do not fit this build ({', '.join(NO_TOOL_INPUTS)})")
+        return cls(tuple(float(x) for x in d["fusion"]), LogisticMap.from_dict(d["top1"]), no_tool,
+                   LogisticMap.from_dict(d["relevance"]), Thresholds.from_dict(d["thresholds"]), dict(d.get("report", {})),
+                   inputs)
 
 
 @dataclass(frozen=True)
@@ -122,7 +144,8 @@ class RiskTargets:
     multi: float = 0.5
 
 
-def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTargets()) -> GateCalibration:
+def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTargets(),
+                    no_tool_inputs: Sequence[str] = DEFAULT_NO_TOOL_INPUTS) -> GateCalibration:
     """Fit fusion, probability maps and thresholds on a held-out calibration split."""
     relevant = [t for t in turns if not t.no_tool]
     ranked = [t for t in relevant if t.gold.any()]
@@ -148,14 +171,18 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
         y_top.append(bool(t.gold[out.order[0]]))
     top1 = fit_logistic(np.array(x_top), np.array(y_top, dtype=float))
     # p_no_tool: no-tool turns against relevant ones
-    x_nt = np.array([no_tool_features(t.ce, t.dense, t.lexical) for t in turns])
+    no_tool_inputs = tuple(no_tool_inputs)
+    x_nt = np.array([no_tool_features(t.ce, t.dense, t.lexical, no_tool_inputs) for t in turns])
     y_nt = np.array([t.no_tool for t in turns], dtype=float)
-    no_tool = fit_logistic(x_nt, y_nt) if 0 < y_nt.sum() < len(y_nt) else ident.no_tool
+    if 0 < y_nt.sum() < len(y_nt):
+        no_tool = fit_logistic(x_nt, y_nt)
+    else:  # no no-tool turns to learn from: a fixed, uninformative map (p = 0.5 at the mean)
+        no_tool = LogisticMap((0.0,) * len(no_tool_inputs), 0.0, (0.0,) * len(no_tool_inputs), (1.0,) * len(no_tool_inputs))
     # per-candidate relevance
     x_rel = np.concatenate([t.ce for t in turns])[:, None]
     y_rel = np.concatenate([t.gold for t in turns]).astype(float)
     relevance = fit_logistic(x_rel, y_rel)
-    fitted = GateCalibration(fusion, top1, no_tool, relevance)
+    fitted = GateCalibration(fusion, top1, no_tool, relevance, no_tool_inputs=no_tool_inputs)
     return with_thresholds(fitted, turns, targets)
 
 
@@ -186,4 +213,4 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
         "selective_accuracy": float(correct[routed].mean()) if routed.any() else float("nan"),
         "targets": targets.__dict__,
     }
-    return GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds, report)
+    return GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds, report, cal.no_tool_inputs)

@@ -246,26 +246,13 @@ def score_turns(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, regist
     return out
 
 
-# -- the whole recipe --------------------------------------------------------------------------------
-def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Sequence[LabelledTurn] = (),
-               self_supervised: bool = True, config: TrainConfig = TrainConfig(), out_dir: str | Path | None = None,
-               progress: Callable[[str, int, int, float], None] | None = None) -> tuple[GateModel, TrainReport]:
-    """Train, calibrate and (if `out_dir`) save a gate model for the SLB's embedder.
+def calibration_split(registry: Registry, relevant: Sequence[LabelledTurn], no_tool: Sequence[LabelledTurn],
+                      config: TrainConfig) -> tuple[list, list, list, list, set[str], set[str]]:
+    """(train relevant, train no-tool, calibration relevant, calibration no-tool, held-out keys, hidden keys).
 
-    `labelled` turns name registry keys in `tools` (empty: no tool applies); turns whose tools are not all in
-    the registry are dropped. `slb` must be synced with `registry`.
+    Deterministic in `config.seed`, so a saved model's calibration split can be rebuilt (`recalibrate`).
     """
-    if slb.registry_hash != registry.content_hash():
-        raise TrainingError("the SLB is not synced with the training registry; call slb.sync(registry) first")
-    rng = random.Random(config.seed)
-    relevant = [t for t in labelled if t.tools and all(k in registry for k in t.tools)]
-    dropped = sum(1 for t in labelled if t.tools and not all(k in registry for k in t.tools))
-    if dropped:
-        log.warning("%d labelled turns name tools missing from the training registry; dropped", dropped)
-    no_tool = [t for t in labelled if not t.tools]
-    rng.shuffle(no_tool)
-    if not relevant and not self_supervised:
-        raise TrainingError("no training data: give labelled turns whose tools are in the registry, or enable self-supervision")
+    no_tool = list(no_tool)
     n_cal_nt = int(round(config.cal_fraction * len(no_tool)))
     cal_nt, train_nt = no_tool[:n_cal_nt], no_tool[n_cal_nt:]
     absent: set[str] = set()
@@ -279,6 +266,55 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
         if absent:
             cal_nt = [LabelledTurn(t.id, t.query) for t in self_supervised_turns(registry, 1, config.seed + 2, sorted(absent))]
         train_rel = []
+    return list(train_rel), list(train_nt), list(cal_rel), list(cal_nt), held, absent
+
+
+def _usable(labelled: Sequence[LabelledTurn], registry: Registry, seed: int) -> tuple[list[LabelledTurn], list[LabelledTurn]]:
+    relevant = [t for t in labelled if t.tools and all(k in registry for k in t.tools)]
+    dropped = sum(1 for t in labelled if t.tools and not all(k in registry for k in t.tools))
+    if dropped:
+        log.warning("%d labelled turns name tools missing from the training registry; dropped", dropped)
+    no_tool = [t for t in labelled if not t.tools]
+    random.Random(seed).shuffle(no_tool)
+    return relevant, no_tool
+
+
+def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBuffer, labelled: Sequence[LabelledTurn] = (),
+                targets: RiskTargets | None = None) -> GateModel:
+    """Refit a saved model's calibration (and thresholds) on the calibration split of the data it was trained
+    with — or on any labelled turns whose tools it never saw — and rewrite its header; weights are untouched."""
+    import dataclasses
+
+    model = GateModel.load(folder)
+    cfg = dict(model.header.training.get("config") or {})
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    config = TrainConfig(**{k: v for k, v in cfg.items() if k in fields and k != "targets"})
+    if targets is None:
+        targets = RiskTargets(**cfg["targets"]) if isinstance(cfg.get("targets"), dict) else RiskTargets()
+    relevant, no_tool = _usable(labelled, registry, config.seed)
+    _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
+    scored = score_turns(model.scorer, slb, registry, cal_rel, config.k, absent) + score_turns(model.scorer, slb, registry, cal_nt, config.k, absent)
+    calibration = fit_calibration(scored, targets)
+    model.write_calibration(folder, calibration)
+    return model
+
+
+# -- the whole recipe --------------------------------------------------------------------------------
+def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Sequence[LabelledTurn] = (),
+               self_supervised: bool = True, config: TrainConfig = TrainConfig(), out_dir: str | Path | None = None,
+               progress: Callable[[str, int, int, float], None] | None = None) -> tuple[GateModel, TrainReport]:
+    """Train, calibrate and (if `out_dir`) save a gate model for the SLB's embedder.
+
+    `labelled` turns name registry keys in `tools` (empty: no tool applies); turns whose tools are not all in
+    the registry are dropped. `slb` must be synced with `registry`.
+    """
+    if slb.registry_hash != registry.content_hash():
+        raise TrainingError("the SLB is not synced with the training registry; call slb.sync(registry) first")
+    rng = random.Random(config.seed)
+    relevant, no_tool = _usable(labelled, registry, config.seed)
+    if not relevant and not self_supervised:
+        raise TrainingError("no training data: give labelled turns whose tools are in the registry, or enable self-supervision")
+    train_rel, train_nt, cal_rel, cal_nt, held, absent = calibration_split(registry, relevant, no_tool, config)
     groups = mine_groups(slb, registry, train_rel, config, held, "labelled", rng)
     groups += mine_groups(slb, registry, train_nt, config, held, "no_tool", rng)
     if self_supervised:
