@@ -93,6 +93,21 @@ def test_threshold_for_risk_hand_cases():
     assert threshold_for_risk(np.array([0.9, 0.9, 0.8]), np.array([1, 0, 1]), 0.0) == math.inf
 
 
+def test_threshold_with_a_confidence_bound_is_more_conservative():
+    from nexus.gate.calibration import wilson_upper
+
+    # 100 error-free turns: empirical risk 0 meets 2%, but the 95% upper bound z^2/(n+z^2) = 2.6% does not
+    conf = np.linspace(1.0, 0.5, 100)
+    assert threshold_for_risk(conf, np.ones(100), 0.02) == pytest.approx(0.5)
+    assert threshold_for_risk(conf, np.ones(100), 0.02, z=1.645) == math.inf
+    assert threshold_for_risk(conf, np.ones(100), 0.03, z=1.645) == pytest.approx(0.5)
+    assert float(wilson_upper(np.array(0), np.array(100), 1.645)) == pytest.approx(1.645**2 / (100 + 1.645**2))
+    rng = np.random.default_rng(0)
+    c = rng.random(2000)
+    ok = rng.random(2000) < c
+    assert threshold_for_risk(c, ok, 0.05, z=1.645) >= threshold_for_risk(c, ok, 0.05)
+
+
 def test_risk_coverage_curve():
     cov, risk, thr = risk_coverage(np.array([0.2, 0.9, 0.5]), np.array([0, 1, 1]))
     assert cov.tolist() == pytest.approx([1 / 3, 2 / 3, 1.0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -35,8 +36,7 @@ def setup():
 
 
 def _gate(reg, slb, thresholds=Thresholds(route=0.6, no_tool=0.9, fallback=0.7, multi=0.5), **kw):
-    cal = GateCalibration.identity()
-    cal = GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds)
+    cal = replace(GateCalibration.identity(), thresholds=thresholds)
     return BoundaryGate(slb, reg, GateModel.from_scorer(FakePairScorer(), slb, cal), **kw)
 
 

@@ -76,10 +76,10 @@ def test_unreachable_risk_target_disables_route():
     z = np.zeros(3)
     wrong = ScoredTurn(np.array([9.0, -5.0, -5.0]), z, z, np.array([False, True, False]), False)
     right = [ScoredTurn(np.array([float(m), -5.0, -5.0]), z, z, np.array([True, False, False]), False) for m in range(1, 8)]
-    cal = with_thresholds(GateCalibration.identity(), [wrong, *right], RiskTargets(route=0.0))
+    cal = with_thresholds(GateCalibration.identity(), [wrong, *right], RiskTargets(route=0.0, z=0.0))
     assert cal.thresholds.route == math.inf
     assert cal.report["coverage"] == 0.0
-    relaxed = with_thresholds(GateCalibration.identity(), [wrong, *right], RiskTargets(route=0.2))
+    relaxed = with_thresholds(GateCalibration.identity(), [wrong, *right], RiskTargets(route=0.2, z=0.0))
     assert relaxed.thresholds.route < math.inf and relaxed.report["selective_accuracy"] >= 0.8
 
 

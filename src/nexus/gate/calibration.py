@@ -92,9 +92,26 @@ def risk_coverage(confidence: np.ndarray, correct: np.ndarray) -> tuple[np.ndarr
     return accepted / max(len(c), 1), errors / accepted, c[order]
 
 
-def threshold_for_risk(confidence: np.ndarray, correct: np.ndarray, target_risk: float, min_accepted: int = 1) -> float:
-    """Lowest confidence threshold whose accepted set keeps its empirical error rate <= target_risk.
+def wilson_upper(errors: np.ndarray, n: np.ndarray, z: float) -> np.ndarray:
+    """One-sided Wilson score upper bound of an error rate (z = 1.645 for 95%).
 
+    >>> round(float(wilson_upper(np.array(0), np.array(300), 1.645)), 4)
+    0.0089
+    """
+    n = np.asarray(n, dtype=np.float64)
+    p = np.asarray(errors, dtype=np.float64) / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    spread = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return (centre + spread) / (1 + z2 / n)
+
+
+def threshold_for_risk(confidence: np.ndarray, correct: np.ndarray, target_risk: float, min_accepted: int = 1,
+                       z: float = 0.0) -> float:
+    """Lowest confidence threshold whose accepted set keeps its error rate <= target_risk.
+
+    With z = 0 the empirical error rate is used; with z > 0 its one-sided Wilson upper bound, so the
+    target holds with that confidence on new turns from the same distribution (z = 1.645: 95%).
     Items are accepted when confidence >= threshold; ties are accepted together. Returns +inf when
     no non-empty set meets the target (so nothing is accepted).
 
@@ -112,7 +129,8 @@ def threshold_for_risk(confidence: np.ndarray, correct: np.ndarray, target_risk:
     n = np.arange(1, len(c) + 1)
     # only positions where the next item has a strictly lower confidence are valid cut points
     last_of_tie = np.r_[cs[1:] < cs[:-1], True]
-    valid = last_of_tie & (errs / n <= target_risk + 1e-12) & (n >= min_accepted)
+    risk = wilson_upper(errs, n, z) if z > 0 else errs / n
+    valid = last_of_tie & (risk <= target_risk + 1e-12) & (n >= min_accepted)
     if not valid.any():
         return float("inf")
     return float(cs[np.flatnonzero(valid)[-1]])

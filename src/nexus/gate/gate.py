@@ -93,7 +93,7 @@ class BoundaryGate:
         ce = self.model.scorer.score([text] * len(hits), [self._tool_text(h.key) for h in hits])
         dense = np.array([h.dense for h in hits])
         lexical = np.array([h.lexical for h in hits])
-        return ce, self.model.calibration.apply(ce, dense, lexical)
+        return ce, self.model.calibration.apply(ce, dense, lexical, len(self.slb))
 
     def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision:
         """One turn -> one Decision (candidates reranked best first). `hits` skips the SLB search."""

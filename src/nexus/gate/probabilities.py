@@ -55,26 +55,39 @@ class TurnProbabilities:
     p_no_tool: float
 
 
-def top1_features(probs_sorted: np.ndarray, ce_top: float) -> np.ndarray:
-    return np.array([float(logit(probs_sorted[0])), ce_top])
+# Inputs of the p_top1 map, by name. The registry size matters: the same score margin is worth less among
+# 1,000 tools than among 100 (more near-duplicates), so calibration sees several registry sizes.
+TOP1_INPUTS = {
+    "logit_pmax": lambda probs, ce_top, n_tools: float(logit(probs[0])),
+    "ce_top": lambda probs, ce_top, n_tools: float(ce_top),
+    "log_n_tools": lambda probs, ce_top, n_tools: float(np.log(max(n_tools, 1))),
+}
+DEFAULT_TOP1_INPUTS = ("logit_pmax", "ce_top", "log_n_tools")
+_LEGACY_TOP1_INPUTS = ("logit_pmax", "ce_top")
+
+
+def top1_features(probs_sorted: np.ndarray, ce_top: float, n_tools: int = 0,
+                  inputs: Sequence[str] = _LEGACY_TOP1_INPUTS) -> np.ndarray:
+    return np.array([TOP1_INPUTS[name](probs_sorted, ce_top, n_tools) for name in inputs], dtype=np.float64)
 
 
 # Inputs the no-tool model may read, by name (the calibration records which it uses). The lexical channel
 # is left out by default: BFCL `irrelevance` pairs each turn with deliberately word-similar functions, so
 # on that training data lexical overlap *predicts* "no tool" — a shortcut that reverses on other turns.
 NO_TOOL_INPUTS = {
-    "max_ce": lambda ce, dense, lexical: ce.max(),
-    "max_dense": lambda ce, dense, lexical: dense.max(),
-    "max_fused": lambda ce, dense, lexical: (dense + lexical).max(),
-    "max_lexical": lambda ce, dense, lexical: lexical.max(),
+    "max_ce": lambda ce, dense, lexical, n_tools: ce.max(),
+    "max_dense": lambda ce, dense, lexical, n_tools: dense.max(),
+    "max_fused": lambda ce, dense, lexical, n_tools: (dense + lexical).max(),
+    "max_lexical": lambda ce, dense, lexical, n_tools: lexical.max(),
+    "log_n_tools": lambda ce, dense, lexical, n_tools: np.log(max(n_tools, 1)),
 }
-DEFAULT_NO_TOOL_INPUTS = ("max_ce", "max_dense")
+DEFAULT_NO_TOOL_INPUTS = ("max_ce", "max_dense", "log_n_tools")
 _LEGACY_NO_TOOL_INPUTS = ("max_ce", "max_dense", "max_fused", "max_lexical")
 
 
 def no_tool_features(ce: np.ndarray, dense: np.ndarray, lexical: np.ndarray,
-                     inputs: Sequence[str] = DEFAULT_NO_TOOL_INPUTS) -> np.ndarray:
-    return np.array([NO_TOOL_INPUTS[name](ce, dense, lexical) for name in inputs], dtype=np.float64)
+                     inputs: Sequence[str] = DEFAULT_NO_TOOL_INPUTS, n_tools: int = 0) -> np.ndarray:
+    return np.array([NO_TOOL_INPUTS[name](ce, dense, lexical, n_tools) for name in inputs], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,7 @@ class GateCalibration:
     thresholds: Thresholds = field(default_factory=Thresholds)
     report: dict = field(default_factory=dict, compare=False)   # calibration-split metrics, for the header
     no_tool_inputs: tuple[str, ...] = DEFAULT_NO_TOOL_INPUTS
+    top1_inputs: tuple[str, ...] = _LEGACY_TOP1_INPUTS
 
     @classmethod
     def identity(cls) -> "GateCalibration":
@@ -95,33 +109,36 @@ class GateCalibration:
             top1=LogisticMap((1.0, 0.0), 0.0, (0.0, 0.0), (1.0, 1.0)),
             no_tool=LogisticMap((-1.0, 0.0), 0.0, (0.0, 0.0), (1.0, 1.0)),
             relevance=LogisticMap((1.0,), 0.0, (0.0,), (1.0,)),
+            no_tool_inputs=("max_ce", "max_dense"),
         )
 
-    def apply(self, ce: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> TurnProbabilities:
+    def apply(self, ce: np.ndarray, dense: np.ndarray, lexical: np.ndarray, n_tools: int = 0) -> TurnProbabilities:
+        """Probabilities for one turn's candidates; `n_tools` is the size of the registry they came from."""
         ce, dense, lexical = (np.asarray(a, dtype=np.float64) for a in (ce, dense, lexical))
         fused = np.asarray(self.fusion) @ np.vstack([ce, dense, lexical])
         order = np.argsort(-fused, kind="mergesort")
         probs = softmax(fused[order])
-        p_top1 = float(self.top1(top1_features(probs, ce[order[0]]))[0])
-        p_no_tool = float(self.no_tool(no_tool_features(ce, dense, lexical, self.no_tool_inputs))[0])
+        p_top1 = float(self.top1(top1_features(probs, ce[order[0]], n_tools, self.top1_inputs))[0])
+        p_no_tool = float(self.no_tool(no_tool_features(ce, dense, lexical, self.no_tool_inputs, n_tools))[0])
         relevance = self.relevance(ce[order][:, None])
         return TurnProbabilities(order, fused, probs, relevance, p_top1, p_no_tool)
 
     def to_dict(self) -> dict:
         return {"fusion": list(self.fusion), "top1": self.top1.to_dict(), "no_tool": self.no_tool.to_dict(),
-                "no_tool_inputs": list(self.no_tool_inputs), "relevance": self.relevance.to_dict(),
+                "no_tool_inputs": list(self.no_tool_inputs), "top1_inputs": list(self.top1_inputs),
+                "relevance": self.relevance.to_dict(),
                 "thresholds": self.thresholds.to_dict(), "report": self.report}
 
     @classmethod
     def from_dict(cls, d: dict) -> "GateCalibration":
         inputs = tuple(d.get("no_tool_inputs", _LEGACY_NO_TOOL_INPUTS))
-        unknown = [name for name in inputs if name not in NO_TOOL_INPUTS]
-        no_tool = LogisticMap.from_dict(d["no_tool"])
-        if unknown or len(no_tool.weights) != len(inputs):
-            raise ValueError(f"no-tool inputs {list(inputs)} do not fit this build ({', '.join(NO_TOOL_INPUTS)})")
-        return cls(tuple(float(x) for x in d["fusion"]), LogisticMap.from_dict(d["top1"]), no_tool,
-                   LogisticMap.from_dict(d["relevance"]), Thresholds.from_dict(d["thresholds"]), dict(d.get("report", {})),
-                   inputs)
+        top_inputs = tuple(d.get("top1_inputs", _LEGACY_TOP1_INPUTS))
+        no_tool, top1 = LogisticMap.from_dict(d["no_tool"]), LogisticMap.from_dict(d["top1"])
+        for names, table, fitted in ((inputs, NO_TOOL_INPUTS, no_tool), (top_inputs, TOP1_INPUTS, top1)):
+            if any(name not in table for name in names) or len(fitted.weights) != len(names):
+                raise ValueError(f"calibration inputs {list(names)} do not fit this build ({', '.join(table)})")
+        return cls(tuple(float(x) for x in d["fusion"]), top1, no_tool, LogisticMap.from_dict(d["relevance"]),
+                   Thresholds.from_dict(d["thresholds"]), dict(d.get("report", {})), inputs, top_inputs)
 
 
 @dataclass(frozen=True)
@@ -133,6 +150,7 @@ class ScoredTurn:
     lexical: np.ndarray
     gold: np.ndarray           # bool per candidate
     no_tool: bool
+    n_tools: int = 0           # size of the registry the candidates came from
 
 
 @dataclass(frozen=True)
@@ -142,10 +160,12 @@ class RiskTargets:
     shortlist: float = 0.05    # at most 5% of SHORTLIST decisions miss the right tool
     shortlist_k: int = 5
     multi: float = 0.5
+    z: float = 1.645           # ROUTE / NO_TOOL targets must hold at this one-sided confidence (Wilson bound)
 
 
 def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTargets(),
-                    no_tool_inputs: Sequence[str] = DEFAULT_NO_TOOL_INPUTS) -> GateCalibration:
+                    no_tool_inputs: Sequence[str] = DEFAULT_NO_TOOL_INPUTS,
+                    top1_inputs: Sequence[str] = DEFAULT_TOP1_INPUTS) -> GateCalibration:
     """Fit fusion, probability maps and thresholds on a held-out calibration split."""
     relevant = [t for t in turns if not t.no_tool]
     ranked = [t for t in relevant if t.gold.any()]
@@ -162,17 +182,22 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
         labels[row] = int(np.flatnonzero(t.gold)[np.argmax(t.ce[t.gold])])
     fusion = tuple(float(w) for w in fit_conditional_logit(feats, labels, mask))
     ident = GateCalibration.identity()
-    staged = GateCalibration(fusion, ident.top1, ident.no_tool, ident.relevance)
+    staged = GateCalibration(fusion, ident.top1, ident.no_tool, ident.relevance, no_tool_inputs=ident.no_tool_inputs)
+    # one registry size only: its log is a constant, which the ridge-free fit cannot use
+    if len({t.n_tools for t in turns}) < 2:
+        no_tool_inputs = tuple(n for n in no_tool_inputs if n != "log_n_tools")
+        top1_inputs = tuple(n for n in top1_inputs if n != "log_n_tools")
+    top1_inputs = tuple(top1_inputs)
     # p_top1: Platt on relevant turns (a missing gold tool counts as a wrong top-1)
     x_top, y_top = [], []
     for t in relevant:
         out = staged.apply(t.ce, t.dense, t.lexical)
-        x_top.append(top1_features(out.probs, t.ce[out.order[0]]))
+        x_top.append(top1_features(out.probs, t.ce[out.order[0]], t.n_tools, top1_inputs))
         y_top.append(bool(t.gold[out.order[0]]))
     top1 = fit_logistic(np.array(x_top), np.array(y_top, dtype=float))
     # p_no_tool: no-tool turns against relevant ones
     no_tool_inputs = tuple(no_tool_inputs)
-    x_nt = np.array([no_tool_features(t.ce, t.dense, t.lexical, no_tool_inputs) for t in turns])
+    x_nt = np.array([no_tool_features(t.ce, t.dense, t.lexical, no_tool_inputs, t.n_tools) for t in turns])
     y_nt = np.array([t.no_tool for t in turns], dtype=float)
     if 0 < y_nt.sum() < len(y_nt):
         no_tool = fit_logistic(x_nt, y_nt)
@@ -182,13 +207,13 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
     x_rel = np.concatenate([t.ce for t in turns])[:, None]
     y_rel = np.concatenate([t.gold for t in turns]).astype(float)
     relevance = fit_logistic(x_rel, y_rel)
-    fitted = GateCalibration(fusion, top1, no_tool, relevance, no_tool_inputs=no_tool_inputs)
+    fitted = GateCalibration(fusion, top1, no_tool, relevance, no_tool_inputs=no_tool_inputs, top1_inputs=top1_inputs)
     return with_thresholds(fitted, turns, targets)
 
 
 def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: RiskTargets) -> GateCalibration:
     """Derive thresholds from target risks on scored calibration turns; report the in-sample metrics."""
-    outs = [cal.apply(t.ce, t.dense, t.lexical) for t in turns]
+    outs = [cal.apply(t.ce, t.dense, t.lexical, t.n_tools) for t in turns]
     rel = [i for i, t in enumerate(turns) if not t.no_tool]
     p_top1 = np.array([outs[i].p_top1 for i in rel])
     correct = np.array([bool(turns[i].gold[outs[i].order[0]]) for i in rel])
@@ -196,8 +221,8 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     second = np.array([outs[i].relevance[1] if len(outs[i].relevance) > 1 else 0.0 for i in rel])
     p_nt = np.array([o.p_no_tool for o in outs])
     is_nt = np.array([t.no_tool for t in turns])
-    t_route = threshold_for_risk(p_top1 * (second < targets.multi), correct, targets.route, min_accepted=5)
-    t_no_tool = threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5) if is_nt.any() else float("inf")
+    t_route = threshold_for_risk(p_top1 * (second < targets.multi), correct, targets.route, min_accepted=5, z=targets.z)
+    t_no_tool = threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5, z=targets.z) if is_nt.any() else float("inf")
     p_nt_rel = p_nt[rel]
     not_routed = p_top1 < t_route
     conf = threshold_for_risk(1.0 - p_nt_rel[not_routed], in_short[not_routed], targets.shortlist) if not_routed.any() else 0.0
@@ -213,4 +238,5 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
         "selective_accuracy": float(correct[routed].mean()) if routed.any() else float("nan"),
         "targets": targets.__dict__,
     }
-    return GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds, report, cal.no_tool_inputs)
+    return GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds, report, cal.no_tool_inputs,
+                           cal.top1_inputs)

@@ -58,6 +58,7 @@ class TrainConfig:
     self_per_tool: int = 1              # pseudo-queries per tool for self-supervision
     cal_fraction: float = 0.25          # of gold tools (and of no-tool turns) held out for calibration
     k: int = 10                         # candidates the gate rescoring sees
+    calibration_sizes: tuple[int, ...] = (100, 250, 500, 1000)  # registry sizes the calibration split is scored at
     seed: int = 0
     quantize: bool = True               # INT8 dynamic quantisation at inference (calibrated that way)
     freeze_embeddings: bool = True      # word embeddings stay fixed: faster steps, less forgetting
@@ -232,9 +233,12 @@ def fit_scorer(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], config: 
 # -- calibration ----------------------------------------------------------------------------------------
 def score_turns(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry: Registry, turns: Sequence[LabelledTurn],
                 k: int, exclude: set[str] = frozenset()) -> list[ScoredTurn]:
-    """SLB top-k and cross-encoder logits for each turn, with gold marks: the calibration input."""
+    """SLB top-k and cross-encoder logits for each turn, with gold marks: the calibration input.
+
+    Tools in `exclude` are invisible, so the turns are scored as if the registry held the others only."""
     texts = [_turn_text(t) for t in turns]
     vectors = slb.embedder.embed(texts) if texts else []
+    n_tools = len(slb) - len(set(exclude) & set(slb.keys))
     out = []
     for turn, text, vec in zip(turns, texts, vectors):
         hits = search_excluding(slb, text, k, set(exclude), vec)
@@ -242,8 +246,28 @@ def score_turns(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, regist
             continue
         ce = scorer.score([text] * len(hits), [tool_text(h.key, registry.get(h.key)) for h in hits])
         gold = np.array([h.key in turn.tools for h in hits])
-        out.append(ScoredTurn(ce, np.array([h.dense for h in hits]), np.array([h.lexical for h in hits]), gold, not turn.tools))
+        out.append(ScoredTurn(ce, np.array([h.dense for h in hits]), np.array([h.lexical for h in hits]), gold,
+                              not turn.tools, n_tools))
     return out
+
+
+def score_calibration(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry: Registry,
+                      cal_rel: Sequence[LabelledTurn], cal_nt: Sequence[LabelledTurn], config: TrainConfig,
+                      absent: set[str] = frozenset()) -> list[ScoredTurn]:
+    """Score the calibration split at each of `config.calibration_sizes` (sub-registries that always hold the
+    calibration turns' own tools plus random others), so the probabilities learn how registry size matters."""
+    gold = {k for t in cal_rel for k in t.tools}
+    others = sorted(k for k in registry.keys() if k not in gold and k not in absent)
+    visible = len(registry) - len(absent)
+    sizes = sorted({min(max(n, len(gold)), visible) for n in config.calibration_sizes} or {visible})
+    rng = random.Random(config.seed + 4)
+    scored: list[ScoredTurn] = []
+    for size in sizes:
+        keep = set(rng.sample(others, max(0, min(len(others), size - len(gold)))))
+        hidden = set(absent) | {k for k in others if k not in keep}
+        scored += score_turns(scorer, slb, registry, cal_rel, config.k, hidden)
+        scored += score_turns(scorer, slb, registry, cal_nt, config.k, hidden)
+    return scored
 
 
 def calibration_split(registry: Registry, relevant: Sequence[LabelledTurn], no_tool: Sequence[LabelledTurn],
@@ -288,12 +312,14 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
     model = GateModel.load(folder)
     cfg = dict(model.header.training.get("config") or {})
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    config = TrainConfig(**{k: v for k, v in cfg.items() if k in fields and k != "targets"})
+    config = TrainConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items() if k in fields and k != "targets"})
+    if "calibration_sizes" not in cfg:  # saved before sizes existed: use today's default
+        config = dataclasses.replace(config, calibration_sizes=TrainConfig().calibration_sizes)
     if targets is None:
         targets = RiskTargets(**cfg["targets"]) if isinstance(cfg.get("targets"), dict) else RiskTargets()
     relevant, no_tool = _usable(labelled, registry, config.seed)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
-    scored = score_turns(model.scorer, slb, registry, cal_rel, config.k, absent) + score_turns(model.scorer, slb, registry, cal_nt, config.k, absent)
+    scored = score_calibration(model.scorer, slb, registry, cal_rel, cal_nt, config, absent)
     calibration = fit_calibration(scored, targets)
     model.write_calibration(folder, calibration)
     return model
@@ -348,7 +374,7 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
         infer.quantize()
     if progress:
         progress("calibrate", 0, 1, float("nan"))
-    scored = score_turns(infer, slb, registry, cal_rel, config.k, absent) + score_turns(infer, slb, registry, cal_nt, config.k, absent)
+    scored = score_calibration(infer, slb, registry, cal_rel, cal_nt, config, absent)
     calibration = fit_calibration(scored, config.targets)
     if progress:
         progress("calibrate", 1, 1, float("nan"))
