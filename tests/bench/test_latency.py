@@ -97,3 +97,17 @@ def test_overflowing_sizes_skip_the_full_paths(tmp_path):
     assert isinstance(size["ttfat_ms_p50"]["nexus"], float)
     assert {json.loads(line)["path"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()} == {"nexus"}
     plot_latency(tmp_path)
+
+
+def test_only_the_requested_paths_run(tmp_path):
+    cases = build_cases(tools(8), queries([2]), [8], limit=1)
+    backend = ScriptedBackend(arguments=['{"q": "hello"}'])
+    result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s), tmp_path,
+                         paths=("nexus", "full_warm"))
+    size = result["sizes"][0]
+    assert size["ttfat_ms_p50"]["full_cold"] is None and size["speedup_vs_full_cold"] is None
+    assert isinstance(size["ttfat_ms_p50"]["full_warm"], float)
+    with pytest.raises(ValueError, match="must include 'nexus'"):
+        run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s), tmp_path,
+                    paths=("full_cold",))
+    plot_latency(tmp_path)

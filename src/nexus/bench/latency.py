@@ -191,16 +191,18 @@ def _share(rows: list[dict[str, Any]], field: str) -> float | None:
     return round(sum(bool(r[field]) for r in rows) / len(rows), 4) if rows else None
 
 
-def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int) -> dict[str, Any]:
+def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int,
+              paths: Sequence[str] = PATHS) -> dict[str, Any]:
+    """One size's figures; a path that was not run (`paths`) is null, a full path that does not fit "overflow"."""
     by_path = {path: [r for r in rows if r["path"] == path] for path in PATHS}
     overflow = needed > n_ctx
 
     def metric(fn: Callable[[list[dict[str, Any]]], Any]) -> dict[str, Any]:
-        return {p: (OVERFLOW if overflow and p != "nexus" else fn(by_path[p])) for p in PATHS}
+        return {p: (OVERFLOW if overflow and p != "nexus" else fn(by_path[p]) if p in paths else None) for p in PATHS}
 
     ttfat = metric(lambda rs: _p50(rs, "ttfat_ms"))
     nexus, cold = ttfat["nexus"], ttfat["full_cold"]
-    speedup = OVERFLOW if cold == OVERFLOW else (round(cold / nexus, 2) if cold and nexus else None)
+    speedup = OVERFLOW if cold == OVERFLOW else (round(cold / nexus, 2) if cold and nexus else None)  # null: not run
     tool_ok = [r for r in by_path["nexus"] if r["tool_ok"]]
     return {
         "n_tools": case.n_tools,
@@ -222,10 +224,14 @@ def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int) -
 
 def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasideBuffer,
                 gate_for: Callable[[SemanticLookasideBuffer, Registry], Gate], run_dir: Path,
-                max_arg_tokens: int = 256, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
-    """Run every case through the three paths; write rows.jsonl and result.json into `run_dir`."""
+                max_arg_tokens: int = 256, progress: Callable[[str, int, int], None] | None = None,
+                paths: Sequence[str] = PATHS) -> dict[str, Any]:
+    """Run every case through the paths (default all three); write rows.jsonl and result.json into `run_dir`."""
+    unknown = set(paths) - set(PATHS)
+    if unknown or "nexus" not in paths:
+        raise ValueError(f"paths must include 'nexus' and name only {', '.join(PATHS)}; got {', '.join(paths)}")
     results, all_rows = [], []
-    total = sum(len(c.queries) * 3 for c in cases)
+    total = sum(len(c.queries) * len(paths) for c in cases)
     done = 0
     for case in cases:
         registry = Registry()
@@ -239,14 +245,17 @@ def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasi
         if progress:
             progress(f"N={case.n_tools} nexus", done, total)
         for warm in (False, True):
+            name = "full_warm" if warm else "full_cold"
+            if name not in paths:
+                continue
             if needed <= backend.n_ctx:
                 rows += run_full(case, caller, warm)
             done += len(case.queries)
             if progress:
-                progress(f"N={case.n_tools} full_{'warm' if warm else 'cold'}", done, total)
+                progress(f"N={case.n_tools} {name}", done, total)
         backend.reset()
         all_rows += rows
-        summary = summarise(case, rows, needed, backend.n_ctx)
+        summary = summarise(case, rows, needed, backend.n_ctx, paths)
         log.info("latency N=%d: %s", case.n_tools, summary)
         results.append(summary)
         write_jsonl(run_dir / "rows.jsonl", all_rows)  # after every size, so a long run leaves partial results

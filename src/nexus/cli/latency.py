@@ -48,6 +48,7 @@ def latency(
     seed: int = typer.Option(0, help="sampling seed"),
     n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="context window (default NEXUS_N_CTX); 0: the model's whole training window"),
     max_arg_tokens: int = typer.Option(256, help="cap on argument tokens per call"),
+    paths: str = typer.Option("nexus,full_cold,full_warm", help="paths to run (nexus always; skipped ones are null)"),
     gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here (default: stdout)"),
     run_dir: Optional[Path] = typer.Option(None, help="run folder (default: runs/<time>-latency)"),
@@ -74,6 +75,9 @@ def latency(
         size_list = [int(s) for s in sizes.split(",") if s.strip()]
     except ValueError:
         raise typer.BadParameter(f"--sizes must be comma-separated integers, got {sizes!r}") from None
+    path_list = [p.strip() for p in paths.split(",") if p.strip()]
+    if "nexus" not in path_list or not set(path_list) <= {"nexus", "full_cold", "full_warm"}:
+        raise typer.BadParameter(f"--paths takes nexus plus any of full_cold, full_warm; got {paths!r}")
     try:
         tool_list = load_tools_file(tools)
         cases = build_cases(tool_list, read_queries(queries), size_list, limit, seed)
@@ -86,6 +90,7 @@ def latency(
         gate_settings = GateSettings()
         model_dir = gate_model or gate_settings.model or settings.cache_dir / "gate" / "default"
         write_meta(folder, {"tools": tools, "queries": queries, "sizes": size_list, "limit": limit, "seed": seed,
+                            "paths": path_list,
                             "n_ctx": backend.n_ctx, "model": backend.model_id, "max_arg_tokens": max_arg_tokens,
                             "gate_model": str(model_dir) if model_dir.is_dir() else None,
                             "settings": settings.model_dump(mode="json")})
@@ -93,7 +98,7 @@ def latency(
                                       HybridWeights(settings.lexical_weight, settings.name_bonus))
         try:
             result = run_latency(cases, backend, slb, lambda s, r: load_gate(s, r, model_dir, k=settings.top_k),
-                                 folder, max_arg_tokens, progress=update)
+                                 folder, max_arg_tokens, progress=update, paths=path_list)
         finally:
             stop()
             backend.close()

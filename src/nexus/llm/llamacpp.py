@@ -6,8 +6,9 @@ the full-schema block stays warm for the `full_warm` baseline, and the arguments
 tool-name choice costs only its last few tokens. `reset()` drops the sequence (the `full_cold` baseline).
 
 Tool names are chosen by walking a token trie of the options: forced tokens are appended without a
-forward pass and the model is consulted only where names branch. Arguments are decoded greedily under a
-GBNF grammar; decoding stops as soon as the JSON object closes.
+forward pass and the model is consulted only where names branch (its pick fused with an optional prior,
+the gate's belief). Arguments are decoded greedily under a GBNF grammar; decoding stops as soon as the JSON
+object closes.
 
 >>> backend = LlamaCppBackend(n_ctx=2048)  # doctest: +SKIP
 >>> p = Prompt(("Request: the time in UTC\\nTool:",))  # doctest: +SKIP
@@ -29,7 +30,6 @@ from nexus.errors import ModelError
 from nexus.llm.base import ContextOverflow, Generation, Prompt, Selection
 from nexus.llm.native import GGUFModel, GrammarConstraint, KVContext
 
-NAME_RESERVE = 48           # tokens a tool name may take after the prompt
 SEGMENT_CACHE_SIZE = 16384
 GRAMMAR_CACHE_SIZE = 512
 
@@ -81,7 +81,7 @@ class LlamaCppBackend:
     """
 
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int = 2,
-                 n_seq_max: int = 2, n_batch: int = 512, seq: int = 0, use_chat_template: bool = True,
+                 n_seq_max: int = 4, n_batch: int = 512, seq: int = 0, use_chat_template: bool = True,
                  verbose: bool = False):
         path = Path(model_path) if model_path else default_model_path()
         self.model = GGUFModel(path, verbose=verbose)
