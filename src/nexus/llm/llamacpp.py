@@ -82,7 +82,7 @@ class LlamaCppBackend:
 
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int = 2,
                  n_seq_max: int = 4, n_batch: int = 512, seq: int = 0, use_chat_template: bool = True,
-                 verbose: bool = False):
+                 flash_attn: bool = True, verbose: bool = False):
         path = Path(model_path) if model_path else default_model_path()
         self.model = GGUFModel(path, verbose=verbose)
         try:
@@ -90,8 +90,10 @@ class LlamaCppBackend:
                 n_ctx = self.model.n_ctx_train or 8192
             if self.model.n_ctx_train and n_ctx > self.model.n_ctx_train:
                 n_ctx = self.model.n_ctx_train  # beyond its training window the model's output is meaningless
+            # flash attention: same speed on short prompts, faster decoding over long cached prefixes (measured
+            # 18 vs 27 ms/token at 8k) — the full-schema baselines get the best this machine can do
             self.context = KVContext(self.model, n_ctx=n_ctx, n_seq_max=max(n_seq_max, 2), n_batch=n_batch,
-                                     n_threads=n_threads)
+                                     n_threads=n_threads, flash_attn=flash_attn)
         except BaseException:
             self.model.close()
             raise
