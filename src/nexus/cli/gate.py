@@ -15,11 +15,18 @@ err = Console(stderr=True)
 
 
 def _registry(paths: List[Path]):
+    """One registry from several files; each origin (a catalogue's servers) is its own source, so name
+    collisions are namespaced, and two files that share a stem (`a/tools.json`, `b/tools.json`) both stay."""
     from nexus.registry import Registry, load_tools_file
 
     registry = Registry()
     for path in paths:
-        registry.set_source(path.stem, load_tools_file(path))
+        groups: dict[str, list] = {}
+        for tool in load_tools_file(path):
+            groups.setdefault(tool.origin, []).append(tool)
+        for origin, tools in groups.items():
+            source = origin if origin not in registry.sources() else f"{path.parent.name}/{origin}"
+            registry.set_source(source, tools)
     return registry
 
 
