@@ -209,11 +209,12 @@ def multi_call_metrics(gate: BoundaryGate, turns: Sequence[tuple[str, Sequence[s
 def bfcl_multi_call(src: Path, category: str = "parallel_multiple") -> tuple[list[Tool], list[tuple[str, list[str]]]]:
     """BFCL multi-call turns: (the union of their function docs as tools, [(query, needed names)])."""
     from nexus.bench.bfcl import load_category, to_mcp
-    from nexus.bench.bfcl import _jsonl  # the raw ground truth lists every call
-
     from nexus.registry.tool import check_tool
 
-    answers = {r["id"]: r["ground_truth"] for r in _jsonl(Path(src) / "possible_answer" / f"BFCL_v4_{category}.json")}
+    # the raw ground truth lists every call (BfclItem keeps single-call answers only)
+    answer_path = Path(src) / "possible_answer" / f"BFCL_v4_{category}.json"
+    records = [json.loads(line) for line in answer_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    answers = {r["id"]: r["ground_truth"] for r in records}
     tools: dict[str, Tool] = {}
     turns = []
     for item in load_category(Path(src), category):
