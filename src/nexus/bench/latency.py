@@ -12,6 +12,19 @@ with BFCL's answer semantics (each value in its allowed list; `""` allowed means
 strings compared case- and punctuation-insensitively). Raw rows, config and machine facts go to the run
 folder; the plot is drawn from the run folder's `result.json`.
 
+The default sample (6 queries per size, 8k context) runs in minutes on 2 cores. Larger runs:
+
+    nexus data bfcl --src ../shared/data/bfcl --size 250 --out data250
+    nexus bench latency --tools data250/tools.json --queries data250/queries.jsonl --limit 50 --json out.json
+    nexus bench latency ... --n-ctx 0              # the model's whole window (32k for Gemma 3 270M)
+    nexus bench latency ... --paths nexus          # only the Nexus path (e.g. to compare gates or models)
+    NEXUS_LLM_MODEL=/models/Qwen2.5-14B-Instruct-Q4_K_M.gguf NEXUS_N_CTX=32768 nexus bench latency ...
+    NEXUS_LLM_BACKEND=openai NEXUS_OPENAI_BASE_URL=http://127.0.0.1:8000/v1 nexus bench latency ...
+
+Full-schema cold prefill grows with N (about a minute per turn at N=100 with a 32k window on 2 busy cores),
+so raise `--limit` with `--paths nexus,full_warm` when time is short. Behind the HTTP backend the server owns
+its KV cache and `reset()` cannot empty it: there `full_cold` is not cold — use `--paths nexus,full_warm`.
+
 >>> args_match({"city": "paris", "unit": "c"}, {"city": ["Paris"], "unit": ["", "c"]})
 True
 >>> args_match({"city": "Paris", "extra": 1}, {"city": ["Paris"]})
