@@ -29,23 +29,13 @@ def load_registry(tools_paths: Path | Sequence[Path]) -> Registry:
     return registry
 
 
-def gold_keys(registry: Registry) -> dict[str, str]:
-    """Map each tool's own name (and key) to its registry key; ambiguous bare names map to nothing."""
-    by_name: dict[str, list[str]] = {}
-    for key, tool in registry.items():
-        by_name.setdefault(tool.name, []).append(key)
-    mapping = {name: keys[0] for name, keys in by_name.items() if len(keys) == 1}
-    mapping.update({key: key for key in registry.keys()})
-    return mapping
-
-
 def rank_of(scores: np.ndarray, index: int) -> int:
     return int(1 + np.sum(scores > scores[index]))
 
 
 def evaluate(slb: SemanticLookasideBuffer, registry: Registry, queries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict]]:
     """Rank every relevant query against the whole table (int8 and fp32), timing embed and lookup."""
-    mapping = gold_keys(registry)
+    mapping = registry.name_index()
     position = {key: i for i, key in enumerate(slb.keys)}
     rows, embed_ms, lookup_ms = [], [], []
     for q in queries:

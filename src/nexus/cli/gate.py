@@ -92,10 +92,9 @@ def train(
 
 
 def _labelled(paths: List[Path], registry):
-    from nexus.gate.bench import name_to_key
     from nexus.gate.data import LabelledTurn, read_turns
 
-    mapping = name_to_key(registry)
+    mapping = registry.name_index()
     return [LabelledTurn(t.id, t.query, tuple(mapping.get(n, n) for n in t.tools), t.history)
             for path in paths for t in read_turns(path)]
 

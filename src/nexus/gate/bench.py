@@ -42,16 +42,6 @@ def load_gate(path: str | Path | None = None) -> GateModel:
     return GateModel.load(path)
 
 
-def name_to_key(registry: Registry) -> dict[str, str]:
-    """Tool names (and keys) to registry keys; a bare name offered by two sources maps to nothing."""
-    by_name: dict[str, list[str]] = {}
-    for key, tool in registry.items():
-        by_name.setdefault(tool.name, []).append(key)
-    mapping = {name: keys[0] for name, keys in by_name.items() if len(keys) == 1}
-    mapping.update({key: key for key in registry.keys()})
-    return mapping
-
-
 def _pct(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else float("nan")
 
@@ -61,7 +51,7 @@ def gate_metrics(slb: SemanticLookasideBuffer, registry: Registry, queries: Sequ
     """Decide every query with the gate and measure ranking, calibration, selectivity, no-tool and latency."""
     if isinstance(gate, GateModel):
         gate = BoundaryGate(slb, registry, gate)
-    mapping = name_to_key(registry)
+    mapping = registry.name_index()
     rows = []
     for q in queries:
         name = q.get("tool")
@@ -182,7 +172,7 @@ def plot_reliability(run_dir: Path, p: np.ndarray, y: np.ndarray, name: str = "r
 # -- multi-call turns ------------------------------------------------------------------------------------
 def multi_call_metrics(gate: BoundaryGate, turns: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
     """Complete-set recall for turns that need several tools: is every needed tool in what the LLM sees?"""
-    mapping = name_to_key(gate.registry)
+    mapping = gate.registry.name_index()
     rows = []
     for query, names in turns:
         gold = {mapping.get(n) for n in names}

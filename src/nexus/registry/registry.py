@@ -96,6 +96,15 @@ class Registry:
     def items(self) -> list[tuple[str, Tool]]:
         return list(self._by_key.items())
 
+    def name_index(self) -> dict[str, str]:
+        """Tool names (and keys) to registry keys; a bare name offered by two sources maps to nothing."""
+        by_name: dict[str, list[str]] = {}
+        for key, tool in self._by_key.items():
+            by_name.setdefault(tool.name, []).append(key)
+        mapping = {name: keys[0] for name, keys in by_name.items() if len(keys) == 1}
+        mapping.update({key: key for key in self._by_key})
+        return mapping
+
     def sources(self) -> list[str]:
         return list(self._sources)
 
