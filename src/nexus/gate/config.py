@@ -25,5 +25,5 @@ class GateSettings(BaseSettings):
     risk_route: float = Field(0.01, description="target error rate of ROUTE decisions")
     risk_no_tool: float = Field(0.05, description="target error rate of NO_TOOL decisions")
     risk_shortlist: float = Field(0.05, description="target miss rate of SHORTLIST decisions")
-    threads: int = Field(2, description="torch CPU threads")
+    threads: int = Field(1, description="torch CPU threads for the cross-encoder (1: on a shared 2-core machine two threads oversubscribe and run several times slower)")
     decision_log: Path | None = Field(None, description="append every decision as JSON Lines here")

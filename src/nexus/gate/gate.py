@@ -63,11 +63,20 @@ def contextual_turn(turn: str, history: Sequence[str], max_turns: int = 2) -> st
     return f"{context} {turn}".strip()
 
 
+def shortlist_size(out: TurnProbabilities, minimum: int, multi: float, mass: float) -> int:
+    """How many reranked candidates a SHORTLIST keeps: at least `minimum`, every candidate that looks needed
+    on its own (relevance >= `multi`: the tools of a multi-call turn), and as many as it takes to hold `mass`
+    of the softmax (a turn needing several tools spreads its probability over them)."""
+    by_mass = int(np.searchsorted(np.cumsum(out.probs), mass) + 1)
+    return max(minimum, int(np.sum(out.relevance >= multi)), min(by_mass, len(out.probs)))
+
+
 class BoundaryGate:
     """Rerank and decide for one turn at a time; every decision is logged (and appended to `log_path`)."""
 
     def __init__(self, slb: SemanticLookasideBuffer, registry: Registry, model: GateModel, k: int = 10,
-                 shortlist_k: int = 5, context_turns: int = 2, log_path: str | Path | None = None):
+                 shortlist_k: int = 5, context_turns: int = 2, log_path: str | Path | None = None,
+                 shortlist_mass: float = 0.99):
         if model.embedder_id != slb.embedder.id:
             raise GateModelError(
                 f"the gate model was calibrated with embedder {model.embedder_id!r} but the SLB uses "
@@ -78,7 +87,7 @@ class BoundaryGate:
         if want and any(abs(float(want.get(n, have[n])) - have[n]) > 1e-9 for n in have):
             raise GateModelError(f"the gate model was calibrated with SLB weights {want}, the SLB uses {have}; retrain")
         self.slb, self.registry, self.model = slb, registry, model
-        self.k, self.shortlist_k, self.context_turns = k, shortlist_k, context_turns
+        self.k, self.shortlist_k, self.context_turns, self.shortlist_mass = k, shortlist_k, context_turns, shortlist_mass
         self.log_path = Path(log_path) if log_path else None
         self._texts: dict[str, str] = {}
 
@@ -108,8 +117,7 @@ class BoundaryGate:
         second = float(out.relevance[1]) if len(ranked) > 1 else 0.0
         action = choose_action(out.p_top1, out.p_no_tool, second, self.model.calibration.thresholds)
         if action is Action.SHORTLIST:
-            keep = max(self.shortlist_k, int(np.sum(out.relevance >= self.model.calibration.thresholds.multi)))
-            ranked = ranked[:keep]
+            ranked = ranked[: shortlist_size(out, self.shortlist_k, self.model.calibration.thresholds.multi, self.shortlist_mass)]
         scores = tuple(float(out.fused[i]) for i in out.order)[: len(ranked)]
         elapsed = (time.perf_counter() - start) * 1000
         return self._logged(turn, text, Decision(action, ranked, out.p_top1, out.p_no_tool, scores, elapsed))
