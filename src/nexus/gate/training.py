@@ -220,9 +220,9 @@ def fit_scorer(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], config: 
         scheduler.step()
         done = step + 1
         if progress:
-            progress(done, steps, float(loss))
+            progress(done, steps, float(loss.detach()))
         elif done % 25 == 0 or done == steps:
-            log.info("step %d/%d loss %.3f (%.0fs)", done, steps, float(loss), time.perf_counter() - start)
+            log.info("step %d/%d loss %.3f (%.0fs)", done, steps, float(loss.detach()), time.perf_counter() - start)
         if config.time_budget_s and time.perf_counter() - start > config.time_budget_s:
             log.warning("training stopped at step %d of %d: time budget of %.0fs spent", done, steps, config.time_budget_s)
             break
