@@ -1,6 +1,7 @@
 import json
 
-from nexus.bench.bfcl import build_dataset, family, read_queries, write_dataset
+from nexus.bench.bfcl import build_dataset, write_dataset
+from nexus.gate.data import family, read_query_records
 from nexus.registry import load_tools_file
 
 
@@ -22,6 +23,6 @@ def test_protocol_invariants(data_dir, tmp_path):
     assert all(isinstance(v, list) for q in relevant for v in q["arguments"].values())
     write_dataset(tmp_path, tools, queries)
     assert len(load_tools_file(tmp_path / "tools.json")) == 250  # the registry loads every tool it wrote
-    assert read_queries(tmp_path / "queries.jsonl") == queries
+    assert read_query_records(tmp_path / "queries.jsonl") == queries
     again = build_dataset(data_dir / "bfcl", 250, seed=3, no_tool=20)
     assert json.dumps(again) == json.dumps((tools, queries))  # fixed seed, same dataset

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from nexus.errors import NexusError
+from nexus.gate.data import family, norm_description
 from nexus.registry.bfcl_types import to_json_schema
 from nexus.registry.tool import canonical_json
 
 SINGLE_CALL = ("simple_python", "multiple", "live_simple", "live_multiple")
-SGD_NAME = re.compile(r"^[A-Za-z]+_\d+_([A-Za-z]+)$")
 
 
 @dataclass(frozen=True)
@@ -72,16 +71,6 @@ def load_single_call(src: Path) -> list[BfclItem]:
     return [item for item in items if item.gold and item.gold_function() is not None]
 
 
-def family(name: str) -> str:
-    """`Movies_3_FindMovies` -> `FindMovies`; other names are their own family."""
-    match = SGD_NAME.match(name)
-    return match.group(1) if match else name
-
-
-def norm_description(fn: dict) -> str:
-    return " ".join(str(fn.get("description", "")).lower().split())
-
-
 def to_mcp(fn: dict) -> dict:
     schema = to_json_schema(fn.get("parameters") or {"type": "dict", "properties": {}})
     return {"name": fn["name"], "description": fn.get("description", ""), "inputSchema": schema}
@@ -98,11 +87,11 @@ class _Picker:
 
     def try_add(self, fn: dict) -> bool:
         name = fn.get("name")
-        if not name or name in self.names or family(name) in self.families or norm_description(fn) in self.descriptions:
+        if not name or name in self.names or family(name) in self.families or norm_description(fn.get('description', '')) in self.descriptions:
             return False
         self.names[name] = canonical_json(fn)
         self.families.add(family(name))
-        self.descriptions.add(norm_description(fn))
+        self.descriptions.add(norm_description(fn.get('description', '')))
         self.tools.append(to_mcp(fn))
         return True
 
@@ -143,19 +132,3 @@ def write_dataset(out: Path, tools: list[dict], queries: list[dict]) -> None:
     with open(out / "queries.jsonl", "w", encoding="utf-8") as handle:
         for query in queries:
             handle.write(json.dumps(query, ensure_ascii=False) + "\n")
-
-
-def read_queries(path: Path) -> list[dict]:
-    """Read a queries JSONL file ({"id", "query", "tool", "arguments"} per line)."""
-    queries = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise NexusError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-        if not isinstance(record, dict) or "query" not in record or "tool" not in record:
-            raise NexusError(f"{path}:{number}: each line needs 'query' and 'tool' (null for no tool)")
-        queries.append(record)
-    return queries

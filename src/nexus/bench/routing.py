@@ -43,13 +43,14 @@ def evaluate(slb: SemanticLookasideBuffer, registry: Registry, queries: list[dic
         t0 = time.perf_counter()
         vec = slb.embedder.embed([q["query"]])[0]
         t1 = time.perf_counter()
-        hits = slb.search(q["query"], k=10, query_vec=vec)
+        fused = slb.scores(q["query"], vec)  # the lookup: fused INT8 + lexical scores and an exact top-10
+        top10 = top_k(fused, 10)
         t2 = time.perf_counter()
         embed_ms.append((t1 - t0) * 1000)
         lookup_ms.append((t2 - t1) * 1000)
-        row = {"id": q.get("id"), "gold": gold, "top10": [h.key for h in hits], "embed_ms": embed_ms[-1], "lookup_ms": lookup_ms[-1]}
+        row = {"id": q.get("id"), "gold": gold, "top10": [slb.keys[i] for i in top10], "embed_ms": embed_ms[-1], "lookup_ms": lookup_ms[-1]}
         if gold is not None:
-            row["rank"] = rank_of(slb.scores(q["query"], vec), position[gold])
+            row["rank"] = rank_of(fused, position[gold])
             row["rank_fp32"] = rank_of(slb.scores(q["query"], vec, precision="fp32"), position[gold]) if slb.fp32 is not None else None
         rows.append(row)
     ranked = [r for r in rows if "rank" in r]
@@ -99,7 +100,7 @@ def build_slb(tools: Path | Sequence[Path], embedder: Embedder, weights: HybridW
 def run_routing(tools: Path | Sequence[Path], queries_path: Path, embedder: Embedder, weights: HybridWeights, run_dir: Path,
                 gate: bool = False, gate_model: Path | None = None) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
     """Evaluate one (tools, queries) pair; return the result and the built SLB and queries for reuse."""
-    from nexus.bench.bfcl import read_queries
+    from nexus.gate.data import read_query_records as read_queries
 
     registry, slb, build_s = build_slb(tools, embedder, weights)
     queries = read_queries(queries_path)

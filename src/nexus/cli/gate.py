@@ -168,7 +168,7 @@ def evaluate(
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here"),
 ) -> None:
     """Measure the gate on a registry and labelled queries (the figures `nexus bench routing --gate` adds)."""
-    from nexus.bench.bfcl import read_queries
+    from nexus.gate.data import read_query_records as read_queries
     from nexus.config import Settings
     from nexus.gate.bench import bfcl_multi_call, gate_metrics, load_gate, multi_call_metrics
     from nexus.gate.config import GateSettings

@@ -57,9 +57,9 @@ class TrainingDataError(NexusError):
     """Training input is unusable (bad JSONL, no usable turns)."""
 
 
-def read_turns(path: str | Path) -> list[LabelledTurn]:
-    """Read a queries JSONL file; `tool` (a name or null) or `tools` (a list) give the labels."""
-    turns = []
+def read_query_records(path: str | Path) -> list[dict]:
+    """Read a queries JSONL file (`{"id", "query", "tool" | "tools", "arguments"}` per line), checking each line."""
+    records = []
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -74,9 +74,18 @@ def read_turns(path: str | Path) -> list[LabelledTurn]:
             raise TrainingDataError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("query"), str) or ("tool" not in rec and "tools" not in rec):
             raise TrainingDataError(f"{path}:{number}: each line needs a string 'query' and 'tool' (null for no tool)")
+        rec.setdefault("id", f"{path.stem}:{number}")
+        records.append(rec)
+    return records
+
+
+def read_turns(path: str | Path) -> list[LabelledTurn]:
+    """Labelled turns of a queries JSONL file; `tool` (a name or null) or `tools` (a list) give the labels."""
+    turns = []
+    for rec in read_query_records(path):
         tools = rec.get("tools") if isinstance(rec.get("tools"), list) else ([rec["tool"]] if rec.get("tool") else [])
         history = tuple(h for h in rec.get("history", []) if isinstance(h, str))
-        turns.append(LabelledTurn(str(rec.get("id", f"{path.stem}:{number}")), rec["query"], tuple(tools), history))
+        turns.append(LabelledTurn(str(rec["id"]), rec["query"], tuple(tools), history))
     return turns
 
 
