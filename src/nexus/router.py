@@ -19,7 +19,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from nexus.gate.decision import Action, Decision
 from nexus.gate.gate import is_follow_up
@@ -93,13 +93,15 @@ class RoutedTurn:
         return Exchange(self.turn, self.call.tool, self.call.arguments, result, self.call.answer)
 
 
-def load_gate(slb: SemanticLookasideBuffer, registry: Registry, model_dir: Path | None, k: int = 10) -> Gate:
+def load_gate(slb: SemanticLookasideBuffer, registry: Registry, model_dir: Path | None, k: int = 10,
+              gate_settings: Any = None) -> Gate:
     """The trained BoundaryGate in `model_dir` when there is one, else `ScoreGate` (with a warning saying why)."""
     if model_dir is not None and Path(model_dir).is_dir():
         from nexus.gate import BoundaryGate, GateModel, GateModelError
-        from nexus.gate.config import GateSettings
 
-        gs = GateSettings()
+        from nexus.config import Settings
+
+        gs = gate_settings or Settings().gate
         try:
             return BoundaryGate(slb, registry, GateModel.load(model_dir), k=gs.k, shortlist_k=gs.shortlist_k,
                                 context_turns=gs.context_turns, log_path=gs.decision_log)

@@ -201,3 +201,15 @@ def test_self_supervised_only_training_needs_no_labels(tmp_path):
     model, report = train_gate(reg, slb, (), self_supervised=True, config=config)
     assert set(report.groups) == {"self", "self_no_tool"}
     assert report.calibration["n_no_tool"] > 0
+
+
+def test_no_tool_turns_that_restate_a_relevant_turn_are_dropped():
+    from nexus.gate.training import drop_contradicting
+    from nexus.slb import HashEmbedder
+
+    relevant = [LabelledTurn("r1", "calculate the area of a triangle with base 10 and height 5", ("triangle_area",))]
+    no_tool = [LabelledTurn("n1", "calculate the area of a triangle with base 10 and height 5"),
+               LabelledTurn("n2", "tell me a joke about penguins")]
+    kept = drop_contradicting(no_tool, relevant, HashEmbedder(), 0.75)
+    assert [t.id for t in kept] == ["n2"]
+    assert [t.id for t in drop_contradicting(no_tool, [], HashEmbedder(), 0.75)] == ["n1", "n2"]

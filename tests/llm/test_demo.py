@@ -56,3 +56,39 @@ def test_a_server_error_is_shown_not_raised():
     turns, _, _ = anyio.run(lambda: run_demo(servers, ["What is the current time on Mars?"], backend=backend,
                                              slb_factory=slb_factory, gate_factory=lambda slb, reg: ScoreGate(slb)))
     assert turns[0].result is None and "Mars/Olympus" in turns[0].error
+
+
+def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
+    """No gate anywhere: the demo trains one (self-supervised here: no BFCL folder), keeps it, loads it next time."""
+    import torch
+
+    from nexus.cli.demo import demo_gate
+    from nexus.config import Settings
+    from nexus.gate import BoundaryGate
+    from nexus.gate.training import TrainConfig
+    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+    from ..gate.test_training import _synthetic_registry
+
+    torch.set_num_threads(1)
+    reg, _ = _synthetic_registry()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    settings = Settings(cache_dir=tmp_path / "cache", data_dir=tmp_path / "no-data", top_k=6)
+    config = TrainConfig(max_length=48, max_steps=4, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.5,
+                         self_per_tool=2, k=6)
+    steps: list[str] = []
+    gate = demo_gate(slb, reg, settings, None, True, 60.0, steps.append, config)
+    assert isinstance(gate, BoundaryGate)
+    folder = settings.cache_dir / "gate" / "demo"
+    assert (folder / "nexus_gate.json").is_file() and any("training the gate" in s for s in steps)
+    stamp = (folder / "nexus_gate.json").stat().st_mtime_ns
+    steps.clear()
+    again = demo_gate(slb, reg, settings, None, True, 60.0, steps.append, config)
+    assert isinstance(again, BoundaryGate) and not steps
+    assert (folder / "nexus_gate.json").stat().st_mtime_ns == stamp
+    # opting out with no model: raw SLB scores, with a warning
+    from nexus.router import ScoreGate
+
+    other = Settings(cache_dir=tmp_path / "empty", data_dir=tmp_path / "no-data", top_k=6)
+    assert isinstance(demo_gate(slb, reg, other, None, False, 60.0, steps.append), ScoreGate)

@@ -20,6 +20,8 @@ from nexus.registry.bfcl_types import to_json_schema
 from nexus.registry.tool import canonical_json
 
 SINGLE_CALL = ("simple_python", "multiple", "live_simple", "live_multiple")
+# Several calls of one function ("play X and Y"): one tool to route to, so usable as gate training turns.
+ONE_TOOL_PARALLEL = ("parallel", "live_parallel")
 
 
 @dataclass(frozen=True)
@@ -58,16 +60,16 @@ def load_category(src: Path, category: str) -> list[BfclItem]:
     for record in _jsonl(src / f"BFCL_v4_{category}.json"):
         calls = answers.get(record["id"], [])
         gold, arguments = None, {}
-        if len(calls) == 1:
+        if calls and len({name for call in calls for name in call}) == 1:  # one call, or several of one function
             gold, arguments = next(iter(calls[0].items()))
         items.append(BfclItem(record["id"], category, last_user_message(record["question"]), gold, arguments,
                               tuple(record.get("function", []))))
     return items
 
 
-def load_single_call(src: Path) -> list[BfclItem]:
-    """Single-call queries whose gold function is defined in their own record."""
-    items = [item for cat in SINGLE_CALL for item in load_category(src, cat)]
+def load_single_call(src: Path, categories: tuple[str, ...] = SINGLE_CALL) -> list[BfclItem]:
+    """Queries that need one tool (by default single-call ones) whose gold function is defined in their record."""
+    items = [item for cat in categories for item in load_category(src, cat)]
     return [item for item in items if item.gold and item.gold_function() is not None]
 
 

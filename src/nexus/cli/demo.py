@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,12 +119,10 @@ async def run_demo(servers: dict[str, Any], requests: Sequence[str], *, backend:
 
 
 def demo_gate(slb: Any, registry: Any, settings: Any, model_dir: Path | None, train: bool, budget_s: float,
-              step: Callable[[str], None]) -> Any:
+              step: Callable[[str], None], config: Any = None) -> Any:
     """The gate the demo decides with: a trained model when one exists (the given folder, NEXUS_GATE_MODEL, the
-    cache's default, or the demo's own), else with `train` one trained now within `budget_s` seconds and kept in
-    the cache, else raw SLB scores (`ScoreGate`). Measured here: a gate trained for 150 s on 2 busy cores
-    (60 steps) decided worse than raw scores, hence training is opt-in until the recipe is faster."""
-    from nexus.gate.config import GateSettings
+    cache's default, or the demo's own), else with `train` (the default) one trained now, on first use, within
+    `budget_s` seconds and kept in the cache, else raw SLB scores (`ScoreGate`)."""
     from nexus.router import ScoreGate, load_gate
 
     from nexus.errors import ConfigError
@@ -131,19 +130,21 @@ def demo_gate(slb: Any, registry: Any, settings: Any, model_dir: Path | None, tr
     if model_dir is not None and not Path(model_dir).is_dir():
         raise ConfigError(f"--gate-model {model_dir} is not a folder; train one with `nexus gate train --out {model_dir}`")
     own = settings.cache_dir / "gate" / "demo"
-    for candidate in (model_dir, GateSettings().model, settings.cache_dir / "gate" / "default", own):
+    for candidate in (model_dir, settings.gate.model, settings.cache_dir / "gate" / "default", own):
         if candidate is not None and Path(candidate).is_dir():
-            return load_gate(slb, registry, Path(candidate), k=settings.top_k)
+            return load_gate(slb, registry, Path(candidate), k=settings.top_k, gate_settings=settings.gate)
     if not train:
         log.warning("no trained gate found: deciding on raw SLB scores (uncalibrated); train one with "
                     "`nexus gate train` or run `nexus demo --train-gate`")
         return ScoreGate(slb, k=settings.top_k)
-    return _train_demo_gate(slb, registry, settings, own, budget_s, step)
+    return _train_demo_gate(slb, registry, settings, own, budget_s, step, config)
 
 
-def _train_demo_gate(slb: Any, registry: Any, settings: Any, out: Path, budget_s: float, step: Callable[[str], None]) -> Any:
-    """First-use training: on BFCL's labelled turns (irrelevance as no-tool turns) when the data folder exists —
-    a general gate, since the demo's tools are none of BFCL's — else self-supervised on the demo registry."""
+def _train_demo_gate(slb: Any, registry: Any, settings: Any, out: Path, budget_s: float, step: Callable[[str], None],
+                     config: Any = None) -> Any:
+    """First-use training: self-supervised on the demo registry's own tools, plus BFCL's labelled turns
+    (irrelevance as no-tool turns) when the data folder exists — the demo's tools are none of BFCL's, so those
+    teach the general skill and calibrate it on held-out BFCL tools."""
     from dataclasses import replace
 
     from nexus.gate.data import LabelledTurn
@@ -161,21 +162,30 @@ def _train_demo_gate(slb: Any, registry: Any, settings: Any, out: Path, budget_s
         step("first run: building the gate's training data from BFCL")
         tools, rows, _ = bfcl_training_pool(bfcl, [])
         train_registry = Registry()
+        for source in registry.sources():
+            train_registry.set_source(source, registry.source_tools(source))
         train_registry.set_source("bfcl", [check_tool(t, "bfcl", t["name"]) for t in tools])
+        names = {tool.name: key for key, tool in train_registry.items() if tool.origin == "bfcl"}
         train_slb = SemanticLookasideBuffer(slb.embedder, slb.weights)
         train_slb.open(settings.cache_dir / "demo" / "gate-train-slb.idx", train_registry)
-        turns = [LabelledTurn(str(r["id"]), r["query"], (r["tool"],) if r["tool"] else ()) for r in rows]
+        turns = [LabelledTurn(str(r["id"]), r["query"], (names.get(r["tool"], r["tool"]),) if r["tool"] else ()) for r in rows]
 
     def progress(stage: str, done: int, total: int, loss: float) -> None:
         step(f"first run: training the gate ({stage} {done}/{total}, at most {budget_s:.0f} s)")
 
-    config = replace(TrainConfig(k=settings.top_k), time_budget_s=budget_s)
+    config = replace(config or TrainConfig(k=settings.top_k), time_budget_s=budget_s)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(settings.gate.train_threads or os.cpu_count() or 1)
     try:
-        train_gate(train_registry, train_slb, turns, not turns, config, out, progress=progress)
+        train_gate(train_registry, train_slb, turns, True, config, out, progress=progress)
     except Exception as exc:  # noqa: BLE001 - the demo goes on without a gate, and says why
         log.warning("gate training failed (%s); deciding on raw SLB scores", exc)
         return ScoreGate(slb, k=settings.top_k)
-    return load_gate(slb, registry, out, k=settings.top_k)
+    finally:
+        torch.set_num_threads(threads)
+    return load_gate(slb, registry, out, k=settings.top_k, gate_settings=settings.gate)
 
 
 def _short(text: Any, limit: int) -> str:
@@ -210,9 +220,9 @@ def demo(
     scale: bool = typer.Option(True, "--scale/--no-scale", help="also ingest the public MCP catalogues when the data folder exists"),
     request: list[str] = typer.Option([], "--request", "-r", help="your own request(s) instead of the built-in ones"),
     gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
-    train_gate: bool = typer.Option(False, "--train-gate/--no-train-gate",
-                                    help="train a gate now if none exists (else: decide on raw SLB scores)"),
-    gate_budget: float = typer.Option(150.0, help="seconds the first-use gate training may take"),
+    train_gate: bool = typer.Option(True, "--train-gate/--no-train-gate",
+                                    help="train a gate on first use if none exists (--no-train-gate: decide on raw SLB scores)"),
+    gate_budget: float = typer.Option(540.0, help="seconds the first-use gate training steps may take"),
 ) -> None:
     """Route natural requests over real MCP servers with the packaged models, call the tools, show the figures."""
     import anyio

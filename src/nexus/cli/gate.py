@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -66,12 +67,12 @@ def train(
 
     from nexus.config import Settings
     from nexus.gate.bench import default_model_dir
-    from nexus.gate.config import GateSettings
     from nexus.gate.probabilities import RiskTargets
     from nexus.gate.training import TrainConfig, train_gate
 
-    settings, gs = Settings(), GateSettings()
-    _threads(gs.threads)
+    settings = Settings()
+    gs = settings.gate
+    _threads(gs.train_threads or os.cpu_count() or 1)
     registry = _registry(tools)
     turns = _labelled(queries, registry)
     config = TrainConfig(base_model=str(base or gs.base_model) if (base or gs.base_model) else None, seed=seed,
@@ -107,10 +108,10 @@ def calibrate(
 ) -> None:
     """Refit calibration and thresholds of a saved model on its own held-out calibration split."""
     from nexus.config import Settings
-    from nexus.gate.config import GateSettings
     from nexus.gate.training import recalibrate
 
-    settings, gs = Settings(), GateSettings()
+    settings = Settings()
+    gs = settings.gate
     _threads(gs.threads)
     registry = _registry(tools)
     refitted = recalibrate(model, registry, _slb(registry, settings), _labelled(queries, registry))
@@ -171,11 +172,11 @@ def evaluate(
     from nexus.gate.data import read_query_records as read_queries
     from nexus.config import Settings
     from nexus.gate.bench import bfcl_multi_call, gate_metrics, load_gate, multi_call_metrics
-    from nexus.gate.config import GateSettings
     from nexus.gate.gate import BoundaryGate
     from nexus.registry import Registry
 
-    settings, gs = Settings(), GateSettings()
+    settings = Settings()
+    gs = settings.gate
     _threads(gs.threads)
     gate_model = load_gate(model or gs.model)
     registry = _registry([tools])
@@ -207,10 +208,10 @@ def decide(
     """Decide one turn and print the Decision as JSON."""
     from nexus.config import Settings
     from nexus.gate.bench import load_gate
-    from nexus.gate.config import GateSettings
     from nexus.gate.gate import BoundaryGate
 
-    settings, gs = Settings(), GateSettings()
+    settings = Settings()
+    gs = settings.gate
     _threads(gs.threads)
     registry = _registry(tools)
     slb = _slb(registry, settings)

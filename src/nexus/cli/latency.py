@@ -85,9 +85,8 @@ def latency(
         update, stop = progress_callback("bench latency")
         update("loading models", 0, 1)
         backend = make_backend(settings)
-        from nexus.gate.config import GateSettings
 
-        gate_settings = GateSettings()
+        gate_settings = settings.gate
         model_dir = gate_model or gate_settings.model or settings.cache_dir / "gate" / "default"
         write_meta(folder, {"tools": tools, "queries": queries, "sizes": size_list, "limit": limit, "seed": seed,
                             "paths": path_list,
@@ -97,7 +96,7 @@ def latency(
         slb = SemanticLookasideBuffer(SentenceTransformerEmbedder(settings.embedder),
                                       HybridWeights(settings.lexical_weight, settings.name_bonus))
         try:
-            result = run_latency(cases, backend, slb, lambda s, r: load_gate(s, r, model_dir, k=settings.top_k),
+            result = run_latency(cases, backend, slb, lambda s, r: load_gate(s, r, model_dir, k=settings.top_k, gate_settings=settings.gate),
                                  folder, max_arg_tokens, progress=update, paths=path_list)
         finally:
             stop()

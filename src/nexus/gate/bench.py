@@ -220,17 +220,17 @@ def bfcl_multi_call(src: Path, category: str = "parallel_multiple") -> tuple[lis
 def bfcl_training_pool(src: Path, exclude: Sequence[Tool]) -> tuple[list[dict], list[dict], dict]:
     """Training tools and turns from BFCL that share no tool (name, SGD family, description) with `exclude`.
 
-    Relevant turns: the single-call categories. No-tool turns: `irrelevance` only (`live_irrelevance` is kept
+    Relevant turns: the single-call categories and the parallel ones that call one function. No-tool turns: `irrelevance` only (`live_irrelevance` is kept
     for evaluation). The pool's registry is every function offered by those records, each gold tool with its
     own query's definition.
     """
-    from nexus.bench.bfcl import load_category, load_single_call, to_mcp
+    from nexus.bench.bfcl import ONE_TOOL_PARALLEL, SINGLE_CALL, load_category, load_single_call, to_mcp
 
     from nexus.errors import ToolLoadError
     from nexus.gate.data import tool_disjoint
     from nexus.registry.tool import check_tool
 
-    items = load_single_call(Path(src))
+    items = load_single_call(Path(src), SINGLE_CALL + ONE_TOOL_PARALLEL)
     irrelevant = load_category(Path(src), "irrelevance")
     fns: dict[str, dict] = {}
     for item in items:

@@ -241,7 +241,7 @@ class SegmentCosineScorer:
         self.network["encoder"].save_pretrained(str(folder))
         self._tokenizer.save_pretrained(str(folder))
         head = self.network["head"]
-        (Path(folder) / self.HEAD_FILE).write_text(json.dumps({"scale": float(head.scale), "bias": float(head.bias)}))
+        (Path(folder) / self.HEAD_FILE).write_text(json.dumps({"scale": float(head.scale.detach()), "bias": float(head.bias.detach())}))
 
 
 SCORERS = {"cross-encoder": CrossEncoderScorer, "segment-cosine": SegmentCosineScorer}

@@ -38,15 +38,18 @@ log = logging.getLogger(__name__)
 
 # A follow-up leans on the previous turn: it opens with a continuation, refers back, or is very short.
 _CONTINUATION = re.compile(
-    r"^\s*(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
+    r"^\s*((thanks?|thank you|ok(ay)?)\W+)?(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 _CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|perfect|bye|goodbye|got it|nice)\W*$", re.I)
+# "Thanks, that's all for today!": a sign-off, however worded, unless it goes on to ask for more
+_SIGN_OFF = re.compile(r"^\s*(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything))\b", re.I)
+_MORE = re.compile(r"\?|\b(and|now|also|but|what|how|can|could|please)\b", re.I)
 CONTEXT_CHARS = 400
 
 
 def is_follow_up(turn: str) -> bool:
     """Whether a turn needs recent context to be understood ("and in Celsius?", "what about Tokyo?")."""
-    if _CLOSERS.match(turn):
+    if _CLOSERS.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     words = turn.split()
     return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or (len(words) <= 8 and bool(_ANAPHORA.search(turn)))

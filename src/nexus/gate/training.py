@@ -63,6 +63,7 @@ class TrainConfig:
     quantize: bool = True               # INT8 dynamic quantisation at inference (calibrated that way)
     freeze_embeddings: bool = True      # word embeddings stay fixed: faster steps, less forgetting
     time_budget_s: float | None = None  # stop training early (with a warning) past this many seconds
+    no_tool_twin: float | None = 0.75   # drop no-tool turns this close (query cosine) to a relevant turn; None keeps all
     targets: RiskTargets = field(default_factory=RiskTargets)
 
 
@@ -293,14 +294,33 @@ def calibration_split(registry: Registry, relevant: Sequence[LabelledTurn], no_t
     return list(train_rel), list(train_nt), list(cal_rel), list(cal_nt), held, absent
 
 
-def _usable(labelled: Sequence[LabelledTurn], registry: Registry, seed: int) -> tuple[list[LabelledTurn], list[LabelledTurn]]:
+def _usable(labelled: Sequence[LabelledTurn], registry: Registry, seed: int, embedder=None,
+            twin_cos: float | None = None) -> tuple[list[LabelledTurn], list[LabelledTurn]]:
     relevant = [t for t in labelled if t.tools and all(k in registry for k in t.tools)]
     dropped = sum(1 for t in labelled if t.tools and not all(k in registry for k in t.tools))
     if dropped:
         log.warning("%d labelled turns name tools missing from the training registry; dropped", dropped)
     no_tool = [t for t in labelled if not t.tools]
+    if embedder is not None and twin_cos is not None:
+        no_tool = drop_contradicting(no_tool, relevant, embedder, twin_cos)
     random.Random(seed).shuffle(no_tool)
     return relevant, no_tool
+
+
+def drop_contradicting(no_tool: Sequence[LabelledTurn], relevant: Sequence[LabelledTurn], embedder,
+                       twin_cos: float) -> list[LabelledTurn]:
+    """No-tool turns minus those that restate a relevant turn (query cosine >= `twin_cos`): in a pooled registry
+    the same request cannot both need no tool and need one (BFCL `irrelevance` rephrases questions whose tools
+    other categories offer: "area of a triangle" is irrelevant to its own BMI function, not to
+    `calculate_triangle_area`)."""
+    if not no_tool or not relevant:
+        return list(no_tool)
+    a = embedder.embed([t.query for t in no_tool])
+    b = embedder.embed([t.query for t in relevant])
+    near = (a @ b.T).max(axis=1) >= twin_cos
+    if near.any():
+        log.info("%d of %d no-tool turns restate a relevant turn (cosine >= %.2f); not used", int(near.sum()), len(no_tool), twin_cos)
+    return [t for t, n in zip(no_tool, near) if not n]
 
 
 def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBuffer, labelled: Sequence[LabelledTurn] = (),
@@ -315,9 +335,11 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
     config = TrainConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items() if k in fields and k != "targets"})
     if "calibration_sizes" not in cfg:  # saved before sizes existed: use today's default
         config = dataclasses.replace(config, calibration_sizes=TrainConfig().calibration_sizes)
+    if "no_tool_twin" not in cfg:  # saved before the filter existed: its split kept every no-tool turn
+        config = dataclasses.replace(config, no_tool_twin=None)
     if targets is None:
         targets = RiskTargets(**cfg["targets"]) if isinstance(cfg.get("targets"), dict) else RiskTargets()
-    relevant, no_tool = _usable(labelled, registry, config.seed)
+    relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
     scored = score_calibration(model.scorer, slb, registry, cal_rel, cal_nt, config, absent)
     calibration = fit_calibration(scored, targets)
@@ -337,7 +359,7 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     if slb.registry_hash != registry.content_hash():
         raise TrainingError("the SLB is not synced with the training registry; call slb.sync(registry) first")
     rng = random.Random(config.seed)
-    relevant, no_tool = _usable(labelled, registry, config.seed)
+    relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     if not relevant and not self_supervised:
         raise TrainingError("no training data: give labelled turns whose tools are in the registry, or enable self-supervision")
     train_rel, train_nt, cal_rel, cal_nt, held, absent = calibration_split(registry, relevant, no_tool, config)

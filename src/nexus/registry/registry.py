@@ -108,6 +108,10 @@ class Registry:
     def sources(self) -> list[str]:
         return list(self._sources)
 
+    def source_tools(self, origin: str) -> list[Tool]:
+        """The tools `origin` offers, as it named them (empty for an unknown source)."""
+        return list(self._sources.get(origin, {}).values())
+
     def content_hash(self) -> str:
         h = hashlib.sha256()
         for key in sorted(self._by_key):
