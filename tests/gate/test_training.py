@@ -213,3 +213,25 @@ def test_no_tool_turns_that_restate_a_relevant_turn_are_dropped():
     kept = drop_contradicting(no_tool, relevant, HashEmbedder(), 0.75)
     assert [t.id for t in kept] == ["n2"]
     assert [t.id for t in drop_contradicting(no_tool, [], HashEmbedder(), 0.75)] == ["n1", "n2"]
+
+
+def test_a_ready_cross_encoder_folder_is_calibrated_not_trained(tmp_path):
+    """`--steps 0`: a Hugging Face reranker folder (one logit per pair) is wrapped and calibrated as it is."""
+    import torch
+
+    from nexus.gate.training import TrainConfig, train_gate
+    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+    torch.set_num_threads(1)
+    ready = CrossEncoderScorer(default_base_model(), max_length=48, seed=3)  # stands in for a downloaded reranker
+    ready.save(tmp_path / "reranker")
+    reg, turns = _synthetic_registry()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    config = TrainConfig(base_model=str(tmp_path / "reranker"), scorer="cross-encoder", max_steps=0, max_length=48,
+                         negatives=3, hard_pool=8, cal_fraction=0.3, k=6, quantize=False)
+    _, report = train_gate(reg, slb, turns, self_supervised=False, config=config, out_dir=tmp_path / "gate")
+    assert report.steps == 0 and report.calibration["n_relevant"] >= 10
+    loaded = GateModel.load(tmp_path / "gate")
+    pairs = (["please encrypt my contract"] * 2, ["encrypt contract: Encrypt a contract", "print photo: Print a photo"])
+    assert np.allclose(loaded.scorer.score(*pairs), ready.score(*pairs), atol=1e-5)

@@ -55,8 +55,9 @@ def train(
     queries: List[Path] = typer.Option([], help="labelled turns JSONL ({id, query, tool}); tool null = no tool"),
     self_supervised: bool = typer.Option(True, "--self/--no-self", help="also train on pseudo-queries from the tools' docs"),
     base: Optional[Path] = typer.Option(None, help="HF cross-encoder/encoder folder to start from (default: packaged MiniLM)"),
+    scorer: Optional[str] = typer.Option(None, help="segment-cosine (encoder folders) | cross-encoder (HF reranker folders); default NEXUS_GATE_SCORER"),
     out: Optional[Path] = typer.Option(None, help="model folder (default: <cache_dir>/gate/default)"),
-    steps: Optional[int] = typer.Option(None, help="cap on optimiser steps"),
+    steps: Optional[int] = typer.Option(None, help="cap on optimiser steps (0: calibrate a ready cross-encoder as it is)"),
     epochs: Optional[float] = typer.Option(None, help="passes over the training groups (before the cap)"),
     seed: int = typer.Option(0, help="random seed"),
     time_budget: Optional[float] = typer.Option(None, help="stop training after this many seconds"),
@@ -76,6 +77,7 @@ def train(
     registry = _registry(tools)
     turns = _labelled(queries, registry)
     config = TrainConfig(base_model=str(base or gs.base_model) if (base or gs.base_model) else None, seed=seed,
+                         scorer=scorer or gs.scorer,
                          k=gs.k, time_budget_s=time_budget,
                          targets=RiskTargets(gs.risk_route, gs.risk_no_tool, gs.risk_shortlist, gs.shortlist_k))
     if steps is not None:

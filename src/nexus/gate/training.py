@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class TrainConfig:
     base_model: str | None = None       # HF folder; None: the packaged all-MiniLM-L6-v2
-    scorer: str = "segment-cosine"       # cross-encoder head: segment-cosine | cross-encoder (see cross_encoder.SCORERS)
+    scorer: str = "segment-cosine"       # segment-cosine | cross-encoder (a HF one-logit classifier; see cross_encoder.SCORERS)
     max_length: int = 96
     negatives: int = 5                  # per group, mined from the SLB
     hard_pool: int = 30                 # negatives come from the SLB's top `hard_pool`
@@ -381,11 +381,13 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     log.info("training groups %s; calibration: %d relevant, %d no-tool turns", counts, len(cal_rel), len(cal_nt))
 
     scorer = make_scorer(config.scorer, config.base_model, max_length=config.max_length, seed=config.seed)
-    init_head(scorer, groups, config.seed)
+    if config.max_steps > 0:
+        init_head(scorer, groups, config.seed)
     probe = random.Random(config.seed + 3).sample(list(groups), min(32, len(groups)))
     loss_before = mean_loss(scorer, probe, config.pointwise_weight)
     bar = (lambda done, total, loss: progress("train", done, total, loss)) if progress else None
-    steps, seconds = fit_scorer(scorer, groups, config, bar)
+    # max_steps 0: a ready cross-encoder (e.g. a Hugging Face reranker folder) is only calibrated
+    steps, seconds = fit_scorer(scorer, groups, config, bar) if config.max_steps > 0 else (0, 0.0)
     loss_after = mean_loss(scorer, probe, config.pointwise_weight)
     log.info("trained %d steps in %.0fs; probe loss %.3f -> %.3f", steps, seconds, loss_before, loss_after)
 
