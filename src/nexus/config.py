@@ -20,6 +20,7 @@ class GateSettings(BaseSettings):
     k: int = Field(10, description="SLB candidates the gate rescores")
     shortlist_k: int = Field(5, description="signatures a SHORTLIST decision hands the LLM (more for multi-call turns)")
     context_turns: int = Field(2, description="recent user turns a follow-up turn is read with")
+    per_request: int = Field(3, description="SLB tools each request of a several-request turn adds to a SHORTLIST (0: off)")
     risk_route: float = Field(0.01, description="target error rate of ROUTE decisions")
     risk_no_tool: float = Field(0.05, description="target error rate of NO_TOOL decisions")
     risk_shortlist: float = Field(0.05, description="target miss rate of SHORTLIST decisions")

@@ -103,8 +103,7 @@ def load_gate(slb: SemanticLookasideBuffer, registry: Registry, model_dir: Path 
 
         gs = gate_settings or Settings().gate
         try:
-            return BoundaryGate(slb, registry, GateModel.load(model_dir), k=gs.k, shortlist_k=gs.shortlist_k,
-                                context_turns=gs.context_turns, log_path=gs.decision_log)
+            return BoundaryGate.from_settings(slb, registry, GateModel.load(model_dir), gs)
         except GateModelError as exc:
             log.warning("the gate in %s cannot be used (%s); deciding on raw SLB scores instead", model_dir, exc)
             return ScoreGate(slb, k=k)

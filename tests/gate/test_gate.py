@@ -144,3 +144,18 @@ def test_gate_metrics_keys_and_plots(setup, tmp_path):
     assert (tmp_path / "risk_coverage.png").stat().st_size > 0 and (tmp_path / "reliability.png").stat().st_size > 0
     assert len((tmp_path / "gate_rows.jsonl").read_text().splitlines()) == 4
     assert np.isfinite(result["gate_ms_p50"])
+
+
+def test_each_request_of_a_several_request_turn_keeps_its_best_tool_in_the_shortlist(setup):
+    reg, slb = setup
+    thresholds = Thresholds(route=float("inf"), no_tool=float("inf"), fallback=float("inf"), multi=2.0)
+    turn = "Book a flight from Paris to Rome on a date. Also convert an amount of money between currencies"
+    alone = _gate(reg, slb, thresholds, k=2, shortlist_k=1, shortlist_mass=0.0, per_request=0).decide(turn)
+    assert alone.action is Action.SHORTLIST and len(alone.candidates) == 1
+    d = _gate(reg, slb, thresholds, k=2, shortlist_k=1, shortlist_mass=0.0, per_request=1).decide(turn)
+    keys = [h.key for h in d.candidates]
+    assert {"book_flight", "convert_currency"} <= set(keys) and keys[0] == alone.candidates[0].key
+    assert len(d.scores) == len(keys) and len(set(keys)) == len(keys)
+    # a one-request turn is untouched
+    single = _gate(reg, slb, thresholds, k=2, shortlist_k=1, shortlist_mass=0.0, per_request=1).decide("send an email to my boss")
+    assert [h.key for h in single.candidates] == ["send_email"]

@@ -184,14 +184,14 @@ def evaluate(
     registry = _registry([tools])
     slb = _slb(registry, settings, cache=False)
     folder = run_dir or Path("runs") / f"gate-{tools.parent.name}"
-    gate = BoundaryGate(slb, registry, gate_model, k=gs.k, shortlist_k=gs.shortlist_k, context_turns=gs.context_turns)
+    gate = BoundaryGate.from_settings(slb, registry, gate_model, gs)
     result = {"n_tools": len(registry), **gate_metrics(slb, registry, read_queries(queries), gate, folder)}
     if multi_src:
         mtools, mturns = bfcl_multi_call(multi_src)
         mreg = Registry()
         mreg.set_source("parallel_multiple", mtools)
         mslb = _slb(mreg, settings, cache=False)
-        mgate = BoundaryGate(mslb, mreg, gate_model, k=gs.k, shortlist_k=gs.shortlist_k)
+        mgate = BoundaryGate.from_settings(mslb, mreg, gate_model, gs)
         result.update({"multi_n_tools": len(mreg), **multi_call_metrics(mgate, mturns)})
     text = json.dumps(result, indent=2)
     (Path(folder) / "result.json").write_text(text, encoding="utf-8")
@@ -217,9 +217,9 @@ def decide(
     _threads(gs.threads)
     registry = _registry(tools)
     slb = _slb(registry, settings)
-    gate = BoundaryGate(slb, registry, load_gate(model or gs.model), k=gs.k, shortlist_k=gs.shortlist_k,
-                        context_turns=gs.context_turns, log_path=gs.decision_log)
+    gate = BoundaryGate.from_settings(slb, registry, load_gate(model or gs.model), gs)
     d = gate.decide(turn, history=history)
     print(json.dumps({"action": d.action.value, "tool": d.tool, "p_top1": round(d.p_top1, 4), "p_no_tool": round(d.p_no_tool, 4),
-                      "candidates": [{"key": h.key, "score": round(s, 3)} for h, s in zip(d.candidates, d.scores)],
+                      "candidates": [{"key": h.key, "score": None if s != s else round(s, 3)}  # NaN: not reranked
+                                     for h, s in zip(d.candidates, d.scores)],
                       "gate_ms": round(d.gate_ms, 1)}, indent=2))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 from pathlib import Path
@@ -45,6 +46,9 @@ _CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|per
 _SIGN_OFF = re.compile(r"^\s*(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything))\b", re.I)
 _MORE = re.compile(r"\?|\b(and|now|also|but|what|how|can|could|please)\b", re.I)
 CONTEXT_CHARS = 400
+# A turn may ask for several things ("find X. Also book Y", "do X and then Y"); each part is looked up on its own
+# too. Splitting is crude ("sum of multiples of 3 and 5" splits as well): a spurious part only adds candidates.
+_REQUEST_SPLIT = re.compile(r"(?<=[.?!;])\s+|,?\s+\b(?:and then|and also|and|then|also|after that|as well as|plus)\b\s+", re.I)
 
 
 def is_follow_up(turn: str) -> bool:
@@ -66,6 +70,16 @@ def contextual_turn(turn: str, history: Sequence[str], max_turns: int = 2) -> st
     return f"{context} {turn}".strip()
 
 
+def split_requests(turn: str, min_words: int = 3) -> list[str]:
+    """The parts of a turn that may be separate requests (parts of `min_words` words or more); [turn] if one.
+
+    >>> split_requests("Find the weather in Paris. Also book a table for two at 8pm")
+    ['Find the weather in Paris', 'Also book a table for two at 8pm']
+    """
+    parts = [p.strip(" ,.") for p in _REQUEST_SPLIT.split(turn) if p and len(p.split()) >= min_words]
+    return parts if len(parts) > 1 else [turn]
+
+
 def shortlist_size(out: TurnProbabilities, minimum: int, multi: float, mass: float) -> int:
     """How many reranked candidates a SHORTLIST keeps: at least `minimum`, every candidate that looks needed
     on its own (relevance >= `multi`: the tools of a multi-call turn), and as many as it takes to hold `mass`
@@ -79,7 +93,7 @@ class BoundaryGate:
 
     def __init__(self, slb: SemanticLookasideBuffer, registry: Registry, model: GateModel, k: int = 10,
                  shortlist_k: int = 5, context_turns: int = 2, log_path: str | Path | None = None,
-                 shortlist_mass: float = 0.99):
+                 shortlist_mass: float = 0.99, per_request: int = 3):
         if model.embedder_id != slb.embedder.id:
             raise GateModelError(
                 f"the gate model was calibrated with embedder {model.embedder_id!r} but the SLB uses "
@@ -91,8 +105,15 @@ class BoundaryGate:
             raise GateModelError(f"the gate model was calibrated with SLB weights {want}, the SLB uses {have}; retrain")
         self.slb, self.registry, self.model = slb, registry, model
         self.k, self.shortlist_k, self.context_turns, self.shortlist_mass = k, shortlist_k, context_turns, shortlist_mass
+        self.per_request = per_request
         self.log_path = Path(log_path) if log_path else None
         self._texts: dict[str, str] = {}
+
+    @classmethod
+    def from_settings(cls, slb: SemanticLookasideBuffer, registry: Registry, model: GateModel, settings) -> "BoundaryGate":
+        """A gate configured by `nexus.config.GateSettings` (k, shortlist size, per-request tools, context, log)."""
+        return cls(slb, registry, model, k=settings.k, shortlist_k=settings.shortlist_k, context_turns=settings.context_turns,
+                   log_path=settings.decision_log, per_request=settings.per_request)
 
     def _tool_text(self, key: str) -> str:
         text = self._texts.get(key)
@@ -108,7 +129,8 @@ class BoundaryGate:
         return ce, self.model.calibration.apply(ce, dense, lexical, len(self.slb))
 
     def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision:
-        """One turn -> one Decision (candidates reranked best first). `hits` skips the SLB search."""
+        """One turn -> one Decision (candidates reranked best first; the SHORTLIST of a turn of several requests
+        ends with each request's own top tools). `hits` skips the SLB search."""
         text = contextual_turn(turn, history, self.context_turns)
         if hits is None or text != turn:
             hits = self.slb.search(text, k=self.k)
@@ -116,14 +138,39 @@ class BoundaryGate:
         if not hits:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
         ce, out = self.score(text, hits)
-        ranked = tuple(hits[i] for i in out.order)
-        second = float(out.relevance[1]) if len(ranked) > 1 else 0.0
-        action = choose_action(out.p_top1, out.p_no_tool, second, self.model.calibration.thresholds)
+        thresholds = self.model.calibration.thresholds
+        second = float(out.relevance[1]) if len(hits) > 1 else 0.0
+        action = choose_action(out.p_top1, out.p_no_tool, second, thresholds)
+        keep = list(out.order)
         if action is Action.SHORTLIST:
-            ranked = ranked[: shortlist_size(out, self.shortlist_k, self.model.calibration.thresholds.multi, self.shortlist_mass)]
-        scores = tuple(float(out.fused[i]) for i in out.order)[: len(ranked)]
+            keep = keep[: shortlist_size(out, self.shortlist_k, thresholds.multi, self.shortlist_mass)]
+        ranked = [hits[i] for i in keep]
+        scores = [float(out.fused[i]) for i in keep]
+        if action is Action.SHORTLIST:
+            self._add_request_tops(turn, text, hits, out, ranked, scores)
         elapsed = (time.perf_counter() - start) * 1000
-        return self._logged(turn, text, Decision(action, ranked, out.p_top1, out.p_no_tool, scores, elapsed))
+        return self._logged(turn, text, Decision(action, tuple(ranked), out.p_top1, out.p_no_tool, tuple(scores), elapsed))
+
+    def _add_request_tops(self, turn: str, text: str, hits: Sequence[Hit], out: TurnProbabilities,
+                          ranked: list[Hit], scores: list[float]) -> None:
+        """A turn of several requests ("find X. Also book Y"): each request's own top `per_request` SLB tools are
+        appended to the shortlist so a multi-call turn shows the LLM every tool it needs. They are not reranked
+        (score NaN unless the cross-encoder already scored them), so single-call decisions are unchanged."""
+        requests = split_requests(turn)
+        if len(requests) < 2 or self.per_request < 1:
+            return
+        shown = {h.key for h in ranked}
+        scored = {hits[i].key: (hits[i], float(out.fused[i])) for i in out.order}
+        tops: list[str] = []
+        for request, vec in zip(requests, self.slb.embedder.embed(requests)):
+            tops += [h.key for h in self.slb.search(request, k=self.per_request, query_vec=vec) if h.key not in tops]
+        fresh = {h.key: h for h in self.slb.hits_for(text, [k for k in tops if k not in scored])}
+        for key in tops:
+            if key not in shown:
+                hit, score = scored.get(key) or (fresh[key], float("nan"))
+                ranked.append(hit)
+                scores.append(score)
+                shown.add(key)
 
     def _logged(self, turn: str, text: str, decision: Decision) -> Decision:
         top = decision.candidates[0].key if decision.candidates else None
@@ -131,7 +178,8 @@ class BoundaryGate:
                  decision.p_no_tool, decision.gate_ms)
         if self.log_path is not None:
             row = {"turn": turn, "context": text if text != turn else None, "action": decision.action.value,
-                   "candidates": [h.key for h in decision.candidates], "scores": list(decision.scores),
+                   "candidates": [h.key for h in decision.candidates],
+                   "scores": [None if math.isnan(x) else x for x in decision.scores],
                    "p_top1": decision.p_top1, "p_no_tool": decision.p_no_tool, "gate_ms": decision.gate_ms}
             with open(self.log_path, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")

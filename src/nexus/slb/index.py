@@ -17,6 +17,7 @@ import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -146,6 +147,16 @@ class SemanticLookasideBuffer:
             Hit(key=self.keys[i], score=float(fused[i]), dense=float(dense[i]), lexical=float(fused[i] - dense[i]))
             for i in top_k(fused, k)
         ]
+
+    def hits_for(self, query: str, keys: Sequence[str], query_vec: np.ndarray | None = None) -> list[Hit]:
+        """`query`'s channels for the given tools (unknown keys are skipped), in the order given: candidates
+        found by another query (a clause of the turn) scored on the same scale as `search(query)`'s."""
+        if not keys or not self.keys:
+            return []
+        dense, fused = self._channels(query, query_vec, "int8")
+        rows = {key: i for i, key in enumerate(self.keys)}
+        return [Hit(key=k, score=float(fused[rows[k]]), dense=float(dense[rows[k]]), lexical=float(fused[rows[k]] - dense[rows[k]]))
+                for k in keys if k in rows]
 
     # -- persistence -------------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
