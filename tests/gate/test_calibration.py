@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nexus.gate.calibration import (
-    auroc, expected_calibration_error, fit_conditional_logit, fit_isotonic, fit_logistic, fit_temperature,
+    auroc, ece_if_calibrated, expected_calibration_error, fit_conditional_logit, fit_isotonic, fit_logistic, fit_temperature,
     reliability_bins, risk_coverage, sigmoid, threshold_for_risk,
 )
 
@@ -27,6 +27,16 @@ def test_ece_perfectly_calibrated_is_zero_and_bins_cover_edges():
     assert expected_calibration_error(p, y) == pytest.approx(0.0)
     counts, _, _ = reliability_bins(p, y)
     assert counts[0] == 2 and counts[-1] == 2 and counts.sum() == 4
+
+
+def test_ece_noise_floor_of_a_calibrated_predictor():
+    # certain predictions leave no room for noise
+    assert ece_if_calibrated(np.ones(50)) == (0.0, 0.0)
+    # one bin at p=0.5 with n turns: E|mean - 0.5| ~ sqrt(0.25/n) * sqrt(2/pi)
+    med, hi = ece_if_calibrated(np.full(400, 0.5), draws=400)
+    assert med == pytest.approx(math.sqrt(0.25 / 400) * math.sqrt(2 / math.pi), rel=0.35) and hi > med
+    # more turns, less noise
+    assert ece_if_calibrated(np.full(4000, 0.5))[0] < med
 
 
 def test_auroc_with_ties_and_extremes():

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from nexus.gate.calibration import auroc, expected_calibration_error, reliability_bins, risk_coverage
+from nexus.gate.calibration import auroc, ece_if_calibrated, expected_calibration_error, reliability_bins, risk_coverage
 from nexus.gate.decision import Action
 from nexus.gate.gate import BoundaryGate
 from nexus.gate.model import GateModel, GateModelError
@@ -98,6 +98,7 @@ def gate_metrics(slb: SemanticLookasideBuffer, registry: Registry, queries: Sequ
         "gate_ms_p50": _pct(ms, 50), "gate_ms_p99": _pct(ms, 99),
     }
     if rel:
+        result["ece_if_calibrated_p50"], result["ece_if_calibrated_p95"] = ece_if_calibrated(p_top1)
         cov, risk, _ = risk_coverage(p_top1, correct)
         result["risk_at_coverage_0.8"] = float(risk[max(int(np.ceil(0.8 * len(rel))) - 1, 0)])
     if run_dir is not None:

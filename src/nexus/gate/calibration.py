@@ -63,6 +63,23 @@ def expected_calibration_error(p: np.ndarray, y: np.ndarray, n_bins: int = ECE_B
     return float(np.sum(counts[used] / n * np.abs(acc[used] - conf[used])))
 
 
+def ece_if_calibrated(p: np.ndarray, n_bins: int = ECE_BINS, draws: int = 200, seed: int = 0) -> tuple[float, float]:
+    """The ECE a perfectly calibrated predictor would still show with these confidences on this many turns
+    (outcomes drawn as Bernoulli(p)): (median, 95th percentile) over `draws`. A measured ECE near this is
+    sampling noise, not miscalibration.
+
+    >>> med, hi = ece_if_calibrated(np.full(400, 0.5))
+    >>> 0.0 < med < hi < 0.1
+    True
+    """
+    p = np.asarray(p, dtype=np.float64).ravel()
+    if p.size == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    values = [expected_calibration_error(p, rng.random(p.size) < p, n_bins) for _ in range(draws)]
+    return float(np.median(values)), float(np.percentile(values, 95))
+
+
 def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Area under the ROC curve (positives = label 1), ties counted half (Mann-Whitney U)."""
     s = np.asarray(scores, dtype=np.float64).ravel()
