@@ -133,3 +133,12 @@ def test_isotonic_is_monotone_and_pools_violators():
 
 def test_sigmoid_is_stable():
     assert sigmoid(np.array([-1000.0, 0.0, 1000.0])).tolist() == pytest.approx([0.0, 0.5, 1.0])
+
+
+def test_weighted_threshold_counts_each_error_at_its_weight():
+    c = np.array([0.9, 0.8, 0.7, 0.6])
+    ok = np.array([1, 1, 0, 1])
+    # unweighted: accepting down to 0.6 gives 1 error in 4 (25%)
+    assert threshold_for_risk(c, ok, 0.25) == 0.6
+    # the wrong item weighs 3: 3 / 6 = 50% at 0.6, and 3 / 5 at 0.7; only 0.8 and up stay within 25%
+    assert threshold_for_risk(c, ok, 0.25, weights=np.array([1, 1, 3, 1])) == 0.8

@@ -95,3 +95,26 @@ def test_calibration_round_trips_through_dict():
 def test_fit_refuses_a_tiny_calibration_split():
     with pytest.raises(ValueError, match="calibration needs"):
         fit_calibration(_scripted_turns(5))
+
+
+def test_no_tool_threshold_follows_the_expected_mix_not_the_calibration_mix():
+    """A calibration split that is mostly no-tool must not yield a NO_TOOL threshold that fires on relevant turns."""
+    from nexus.gate.probabilities import RiskTargets, ScoredTurn, fit_calibration
+
+    rng = np.random.default_rng(0)
+    turns = []
+    for i in range(60):  # relevant: the gold tool first; some look weak (low scores)
+        ce = np.array([rng.normal(2.0 if i % 3 else -1.5, 0.5), rng.normal(-2, 0.5), rng.normal(-3, 0.5)])
+        turns.append(ScoredTurn(ce, ce / 10 + 0.5, np.zeros(3), np.array([True, False, False]), False))
+    for _ in range(400):  # no-tool: weak scores, overlapping the weak relevant turns
+        ce = rng.normal(-2.5, 0.5, 3)
+        turns.append(ScoredTurn(ce, ce / 10 + 0.5, np.zeros(3), np.zeros(3, bool), True))
+    mostly_nt = fit_calibration(turns, RiskTargets(no_tool_share=0.87))   # the split's own mix
+    expected = fit_calibration(turns, RiskTargets(no_tool_share=0.2))
+
+    def relevant_said_no_tool(cal):
+        return sum(cal.apply(t.ce, t.dense, t.lexical).p_no_tool >= cal.thresholds.no_tool for t in turns if not t.no_tool)
+
+    assert relevant_said_no_tool(mostly_nt) > relevant_said_no_tool(expected)
+    weak = ScoredTurn(np.array([-1.5, -2.0, -3.0]), np.array([0.35, 0.3, 0.2]), np.zeros(3), np.array([True, False, False]), False)
+    assert expected.apply(weak.ce, weak.dense, weak.lexical).p_no_tool < mostly_nt.apply(weak.ce, weak.dense, weak.lexical).p_no_tool

@@ -79,7 +79,8 @@ def train(
     config = TrainConfig(base_model=str(base or gs.base_model) if (base or gs.base_model) else None, seed=seed,
                          scorer=scorer or gs.scorer,
                          k=gs.k, time_budget_s=time_budget,
-                         targets=RiskTargets(gs.risk_route, gs.risk_no_tool, gs.risk_shortlist, gs.shortlist_k))
+                         targets=RiskTargets(gs.risk_route, gs.risk_no_tool, gs.risk_shortlist, gs.shortlist_k,
+                                             no_tool_share=gs.no_tool_share))
     if steps is not None:
         config = replace(config, max_steps=steps)
     if epochs is not None:

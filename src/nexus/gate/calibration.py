@@ -124,13 +124,14 @@ def wilson_upper(errors: np.ndarray, n: np.ndarray, z: float) -> np.ndarray:
 
 
 def threshold_for_risk(confidence: np.ndarray, correct: np.ndarray, target_risk: float, min_accepted: int = 1,
-                       z: float = 0.0) -> float:
+                       z: float = 0.0, weights: np.ndarray | None = None) -> float:
     """Lowest confidence threshold whose accepted set keeps its error rate <= target_risk.
 
     With z = 0 the empirical error rate is used; with z > 0 its one-sided Wilson upper bound, so the
     target holds with that confidence on new turns from the same distribution (z = 1.645: 95%).
     Items are accepted when confidence >= threshold; ties are accepted together. Returns +inf when
-    no non-empty set meets the target (so nothing is accepted).
+    no non-empty set meets the target (so nothing is accepted). `weights` re-weight items (e.g. to the class mix
+    expected in use); the Wilson bound then uses the effective sample size (sum w)^2 / sum w^2.
 
     >>> threshold_for_risk(np.array([0.99, 0.95, 0.9, 0.6]), np.array([1, 1, 0, 1]), 0.0)
     0.95
@@ -141,13 +142,17 @@ def threshold_for_risk(confidence: np.ndarray, correct: np.ndarray, target_risk:
     ok = np.asarray(correct, dtype=np.float64).ravel()
     if len(c) == 0:
         return float("inf")
+    w = np.ones_like(c) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
     order = np.argsort(-c, kind="mergesort")
-    cs, errs = c[order], np.cumsum(1.0 - ok[order])
-    n = np.arange(1, len(c) + 1)
+    cs, w = c[order], w[order]
+    mass, errs = np.cumsum(w), np.cumsum(w * (1.0 - ok[order]))
+    count = np.arange(1, len(c) + 1)
+    n_eff = mass ** 2 / np.cumsum(w * w)
     # only positions where the next item has a strictly lower confidence are valid cut points
     last_of_tie = np.r_[cs[1:] < cs[:-1], True]
-    risk = wilson_upper(errs, n, z) if z > 0 else errs / n
-    valid = last_of_tie & (risk <= target_risk + 1e-12) & (n >= min_accepted)
+    rate = errs / mass
+    risk = wilson_upper(rate * n_eff, n_eff, z) if z > 0 else rate
+    valid = last_of_tie & (risk <= target_risk + 1e-12) & (count >= min_accepted)
     if not valid.any():
         return float("inf")
     return float(cs[np.flatnonzero(valid)[-1]])

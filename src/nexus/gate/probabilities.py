@@ -161,6 +161,21 @@ class RiskTargets:
     shortlist_k: int = 5
     multi: float = 0.5
     z: float = 1.645           # ROUTE / NO_TOOL targets must hold at this one-sided confidence (Wilson bound)
+    no_tool_share: float = 0.2  # share of turns expected to need no tool in use: p_no_tool and its threshold are
+                                # fitted for this mix, not for the calibration split's (which may be mostly no-tool)
+
+
+def prior_weights(is_no_tool: np.ndarray, share: float) -> np.ndarray:
+    """Per-turn weights that give no-tool turns `share` of the total weight (and relevant turns the rest).
+
+    >>> prior_weights(np.array([True, True, True, False]), 0.5).tolist()
+    [0.6666666666666666, 0.6666666666666666, 0.6666666666666666, 2.0]
+    """
+    is_no_tool = np.asarray(is_no_tool, dtype=bool)
+    frac = is_no_tool.mean() if is_no_tool.size else 0.0
+    if frac in (0.0, 1.0):
+        return np.ones(is_no_tool.size)
+    return np.where(is_no_tool, share / frac, (1.0 - share) / (1.0 - frac))
 
 
 def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTargets(),
@@ -200,7 +215,7 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
     x_nt = np.array([no_tool_features(t.ce, t.dense, t.lexical, no_tool_inputs, t.n_tools) for t in turns])
     y_nt = np.array([t.no_tool for t in turns], dtype=float)
     if 0 < y_nt.sum() < len(y_nt):
-        no_tool = fit_logistic(x_nt, y_nt)
+        no_tool = fit_logistic(x_nt, y_nt, sample_weight=prior_weights(y_nt.astype(bool), targets.no_tool_share))
     else:  # no no-tool turns to learn from: a fixed, uninformative map (p = 0.5 at the mean)
         no_tool = LogisticMap((0.0,) * len(no_tool_inputs), 0.0, (0.0,) * len(no_tool_inputs), (1.0,) * len(no_tool_inputs))
     # per-candidate relevance
@@ -222,7 +237,9 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     p_nt = np.array([o.p_no_tool for o in outs])
     is_nt = np.array([t.no_tool for t in turns])
     t_route = threshold_for_risk(p_top1 * (second < targets.multi), correct, targets.route, min_accepted=5, z=targets.z)
-    t_no_tool = threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5, z=targets.z) if is_nt.any() else float("inf")
+    t_no_tool = (threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5, z=targets.z,
+                                    weights=prior_weights(is_nt, targets.no_tool_share))
+                 if is_nt.any() and (~is_nt).any() else float("inf"))
     p_nt_rel = p_nt[rel]
     not_routed = p_top1 < t_route
     conf = threshold_for_risk(1.0 - p_nt_rel[not_routed], in_short[not_routed], targets.shortlist) if not_routed.any() else 0.0
