@@ -118,3 +118,25 @@ def test_no_tool_threshold_follows_the_expected_mix_not_the_calibration_mix():
     assert relevant_said_no_tool(mostly_nt) > relevant_said_no_tool(expected)
     weak = ScoredTurn(np.array([-1.5, -2.0, -3.0]), np.array([0.35, 0.3, 0.2]), np.zeros(3), np.array([True, False, False]), False)
     assert expected.apply(weak.ce, weak.dense, weak.lexical).p_no_tool < mostly_nt.apply(weak.ce, weak.dense, weak.lexical).p_no_tool
+
+
+def test_registry_sizes_outside_the_calibrated_range_are_clamped_not_extrapolated():
+    from nexus.gate.probabilities import RiskTargets, ScoredTurn, fit_calibration
+
+    rng = np.random.default_rng(1)
+    turns = []
+    for size in (100, 300):
+        for i in range(40):
+            ce = rng.normal(0, 1, 4)
+            gold = np.zeros(4, bool)
+            gold[int(np.argmax(ce)) if i % 4 else 1] = True
+            turns.append(ScoredTurn(ce, ce / 10, np.zeros(4), gold, False, size))
+        for _ in range(20):
+            ce = rng.normal(-1, 1, 4)
+            turns.append(ScoredTurn(ce, ce / 10, np.zeros(4), np.zeros(4, bool), True, size))
+    cal = fit_calibration(turns, RiskTargets())
+    assert cal.n_tools_range == (100, 300)
+    ce = np.array([1.0, 0.2, -0.5, -1.0])
+    far, edge = cal.apply(ce, ce / 10, np.zeros(4), 5000), cal.apply(ce, ce / 10, np.zeros(4), 300)
+    assert far.p_no_tool == edge.p_no_tool and far.p_top1 == edge.p_top1
+    assert GateCalibration.from_dict(cal.to_dict()).n_tools_range == (100, 300)

@@ -201,6 +201,9 @@ def test_self_supervised_only_training_needs_no_labels(tmp_path):
     model, report = train_gate(reg, slb, (), self_supervised=True, config=config)
     assert set(report.groups) == {"self", "self_no_tool"}
     assert report.calibration["n_no_tool"] > 0
+    # pseudo-queries are no evidence for confident decisions: the gate only reranks and shortlists
+    assert model.calibration.thresholds.route == float("inf") and model.calibration.thresholds.no_tool == float("inf")
+    assert report.calibration["synthetic_calibration"] is True
 
 
 def test_no_tool_turns_that_restate_a_relevant_turn_are_dropped():

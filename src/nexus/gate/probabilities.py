@@ -100,6 +100,9 @@ class GateCalibration:
     report: dict = field(default_factory=dict, compare=False)   # calibration-split metrics, for the header
     no_tool_inputs: tuple[str, ...] = DEFAULT_NO_TOOL_INPUTS
     top1_inputs: tuple[str, ...] = _LEGACY_TOP1_INPUTS
+    # registry sizes calibration saw: a size outside is clamped into it, so the maps never extrapolate
+    # (a gate calibrated on 100-355 tools read 1,000 as "far more no-tool-like" and said NO_TOOL to 40% of turns)
+    n_tools_range: tuple[int, int] | None = None
 
     @classmethod
     def identity(cls) -> "GateCalibration":
@@ -115,6 +118,8 @@ class GateCalibration:
     def apply(self, ce: np.ndarray, dense: np.ndarray, lexical: np.ndarray, n_tools: int = 0) -> TurnProbabilities:
         """Probabilities for one turn's candidates; `n_tools` is the size of the registry they came from."""
         ce, dense, lexical = (np.asarray(a, dtype=np.float64) for a in (ce, dense, lexical))
+        if self.n_tools_range is not None:
+            n_tools = int(np.clip(n_tools, *self.n_tools_range))
         fused = np.asarray(self.fusion) @ np.vstack([ce, dense, lexical])
         order = np.argsort(-fused, kind="mergesort")
         probs = softmax(fused[order])
@@ -126,7 +131,7 @@ class GateCalibration:
     def to_dict(self) -> dict:
         return {"fusion": list(self.fusion), "top1": self.top1.to_dict(), "no_tool": self.no_tool.to_dict(),
                 "no_tool_inputs": list(self.no_tool_inputs), "top1_inputs": list(self.top1_inputs),
-                "relevance": self.relevance.to_dict(),
+                "relevance": self.relevance.to_dict(), "n_tools_range": self.n_tools_range,
                 "thresholds": self.thresholds.to_dict(), "report": self.report}
 
     @classmethod
@@ -137,8 +142,10 @@ class GateCalibration:
         for names, table, fitted in ((inputs, NO_TOOL_INPUTS, no_tool), (top_inputs, TOP1_INPUTS, top1)):
             if any(name not in table for name in names) or len(fitted.weights) != len(names):
                 raise ValueError(f"calibration inputs {list(names)} do not fit this build ({', '.join(table)})")
+        span = d.get("n_tools_range")
         return cls(tuple(float(x) for x in d["fusion"]), top1, no_tool, LogisticMap.from_dict(d["relevance"]),
-                   Thresholds.from_dict(d["thresholds"]), dict(d.get("report", {})), inputs, top_inputs)
+                   Thresholds.from_dict(d["thresholds"]), dict(d.get("report", {})), inputs, top_inputs,
+                   (int(span[0]), int(span[1])) if span else None)
 
 
 @dataclass(frozen=True)
@@ -222,7 +229,9 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
     x_rel = np.concatenate([t.ce for t in turns])[:, None]
     y_rel = np.concatenate([t.gold for t in turns]).astype(float)
     relevance = fit_logistic(x_rel, y_rel)
-    fitted = GateCalibration(fusion, top1, no_tool, relevance, no_tool_inputs=no_tool_inputs, top1_inputs=top1_inputs)
+    sizes = [t.n_tools for t in turns]
+    fitted = GateCalibration(fusion, top1, no_tool, relevance, no_tool_inputs=no_tool_inputs, top1_inputs=top1_inputs,
+                             n_tools_range=(min(sizes), max(sizes)))
     return with_thresholds(fitted, turns, targets)
 
 
@@ -256,4 +265,4 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
         "targets": targets.__dict__,
     }
     return GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds, report, cal.no_tool_inputs,
-                           cal.top1_inputs)
+                           cal.top1_inputs, cal.n_tools_range)

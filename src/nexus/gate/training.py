@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import math
 import random
@@ -33,7 +34,7 @@ from nexus.gate.data import (
     LabelledTurn, PairGroup, TrainingDataError, data_hash, equivalence_key, self_supervised_turns,
 )
 from nexus.gate.model import GateHeader, GateModel
-from nexus.gate.probabilities import RiskTargets, ScoredTurn, fit_calibration
+from nexus.gate.probabilities import GateCalibration, RiskTargets, ScoredTurn, fit_calibration
 from nexus.registry import Registry
 from nexus.slb.index import Hit, SemanticLookasideBuffer
 
@@ -327,7 +328,6 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
                 targets: RiskTargets | None = None) -> GateModel:
     """Refit a saved model's calibration (and thresholds) on the calibration split of the data it was trained
     with — or on any labelled turns whose tools it never saw — and rewrite its header; weights are untouched."""
-    import dataclasses
 
     model = GateModel.load(folder)
     cfg = dict(model.header.training.get("config") or {})
@@ -342,7 +342,7 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
     relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
     scored = score_calibration(model.scorer, slb, registry, cal_rel, cal_nt, config, absent)
-    calibration = fit_calibration(scored, targets)
+    calibration = _guarded(fit_calibration(scored, targets), synthetic=not relevant)
     model.write_calibration(folder, calibration)
     return model
 
@@ -399,7 +399,7 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     if progress:
         progress("calibrate", 0, 1, float("nan"))
     scored = score_calibration(infer, slb, registry, cal_rel, cal_nt, config, absent)
-    calibration = fit_calibration(scored, config.targets)
+    calibration = _guarded(fit_calibration(scored, config.targets), synthetic=not relevant)
     if progress:
         progress("calibrate", 1, 1, float("nan"))
     digest = data_hash(groups, {"config": asdict(config), "cal": [(t.id, t.tools) for t in cal_rel + cal_nt]})
@@ -418,6 +418,18 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
         model.save(out_dir)
     model.scorer = infer
     return model, report
+
+
+def _guarded(calibration: GateCalibration, synthetic: bool) -> GateCalibration:
+    """Calibrated on pseudo-queries only (no labelled turns): they are far easier than real turns (measured: such
+    a gate routed at 95% precision for a 99% target and said NO_TOOL to 80% of real relevant turns), so they are
+    no evidence for ROUTE or NO_TOOL; the gate then only reranks, shortlists and falls back."""
+    if not synthetic:
+        return calibration
+    log.warning("calibrated on pseudo-queries only: ROUTE and NO_TOOL are disabled; give labelled turns to enable them")
+    thresholds = dataclasses.replace(calibration.thresholds, route=float("inf"), no_tool=float("inf"))
+    return dataclasses.replace(calibration, thresholds=thresholds,
+                               report={**calibration.report, "synthetic_calibration": True})
 
 
 def _self_supervised_holdout(registry: Registry, config: TrainConfig, hide: bool = True) -> tuple[set[str], set[str]]:
