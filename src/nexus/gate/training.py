@@ -342,7 +342,7 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
     relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
     scored = score_calibration(model.scorer, slb, registry, cal_rel, cal_nt, config, absent)
-    calibration = _guarded(fit_calibration(scored, targets), synthetic=not relevant)
+    calibration = _guarded(fit_calibration(scored, targets), synthetic=not relevant, n_labelled=len(cal_rel))
     model.write_calibration(folder, calibration)
     return model
 
@@ -399,7 +399,7 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     if progress:
         progress("calibrate", 0, 1, float("nan"))
     scored = score_calibration(infer, slb, registry, cal_rel, cal_nt, config, absent)
-    calibration = _guarded(fit_calibration(scored, config.targets), synthetic=not relevant)
+    calibration = _guarded(fit_calibration(scored, config.targets), synthetic=not relevant, n_labelled=len(cal_rel))
     if progress:
         progress("calibrate", 1, 1, float("nan"))
     digest = data_hash(groups, {"config": asdict(config), "cal": [(t.id, t.tools) for t in cal_rel + cal_nt]})
@@ -420,13 +420,19 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     return model, report
 
 
-def _guarded(calibration: GateCalibration, synthetic: bool) -> GateCalibration:
-    """Calibrated on pseudo-queries only (no labelled turns): they are far easier than real turns (measured: such
-    a gate routed at 95% precision for a 99% target and said NO_TOOL to 80% of real relevant turns), so they are
-    no evidence for ROUTE or NO_TOOL; the gate then only reranks, shortlists and falls back."""
-    if not synthetic:
+MIN_CALIBRATION_TURNS = 50  # distinct labelled relevant turns below which ROUTE / NO_TOOL thresholds are not trusted
+
+
+def _guarded(calibration: GateCalibration, synthetic: bool, n_labelled: int) -> GateCalibration:
+    """ROUTE and NO_TOOL need evidence from real turns. Pseudo-queries are far easier than real turns (measured: a
+    gate calibrated on them routed at 95% precision for a 99% target and said NO_TOOL to 80% of real relevant
+    turns), and a few dozen labelled turns cannot stand for a registry's traffic (14 turns of BFCL's parallel
+    category made a gate say NO_TOOL to 26% of relevant turns at N=1,000). Then the gate only reranks, shortlists
+    and falls back."""
+    if not synthetic and n_labelled >= MIN_CALIBRATION_TURNS:
         return calibration
-    log.warning("calibrated on pseudo-queries only: ROUTE and NO_TOOL are disabled; give labelled turns to enable them")
+    why = "pseudo-queries only" if synthetic else f"only {n_labelled} labelled relevant turns (< {MIN_CALIBRATION_TURNS})"
+    log.warning("calibrated on %s: ROUTE and NO_TOOL are disabled; give more labelled turns to enable them", why)
     thresholds = dataclasses.replace(calibration.thresholds, route=float("inf"), no_tool=float("inf"))
     return dataclasses.replace(calibration, thresholds=thresholds,
                                report={**calibration.report, "synthetic_calibration": True})
