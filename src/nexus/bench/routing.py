@@ -98,7 +98,8 @@ def build_slb(tools: Path | Sequence[Path], embedder: Embedder, weights: HybridW
 
 
 def run_routing(tools: Path | Sequence[Path], queries_path: Path, embedder: Embedder, weights: HybridWeights, run_dir: Path,
-                gate: bool = False, gate_model: Path | None = None) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
+                gate: bool = False, gate_model: Path | None = None,
+                gate_settings: Any = None) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
     """Evaluate one (tools, queries) pair; return the result and the built SLB and queries for reuse."""
     from nexus.gate.data import read_query_records as read_queries
 
@@ -108,11 +109,14 @@ def run_routing(tools: Path | Sequence[Path], queries_path: Path, embedder: Embe
     result["build_s"] = build_s
     write_jsonl(run_dir / f"per_query_{len(slb)}.jsonl", rows)
     if gate:
+        from nexus.config import GateSettings
+        from nexus.gate import BoundaryGate
         from nexus.gate.bench import gate_metrics, load_gate
 
         sub_dir = run_dir / f"gate_{len(slb)}"
         sub_dir.mkdir(exist_ok=True)
-        result.update(gate_metrics(slb, registry, queries, load_gate(gate_model), sub_dir))
+        boundary = BoundaryGate.from_settings(slb, registry, load_gate(gate_model), gate_settings or GateSettings())
+        result.update(gate_metrics(slb, registry, queries, boundary, sub_dir))
     return result, slb, queries
 
 

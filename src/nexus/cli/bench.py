@@ -55,10 +55,15 @@ def routing(
         raise typer.BadParameter("give --tools and --queries, or --sizes")
     embedder = SentenceTransformerEmbedder(settings.embedder)
     weights = HybridWeights(settings.lexical_weight, settings.name_bonus)
+    if gate:  # the gate's latency is measured with the threads it runs with (NEXUS_GATE_THREADS)
+        import torch
+
+        torch.set_num_threads(settings.gate.threads)
     results = []
     for tools_path, queries_path in cases:
         err.print(f"[bold]routing[/] {', '.join(map(str, tools_path))}")
-        result, slb, loaded = bench.run_routing(tools_path, queries_path, embedder, weights, folder, gate=gate, gate_model=gate_model)
+        result, slb, loaded = bench.run_routing(tools_path, queries_path, embedder, weights, folder, gate=gate, gate_model=gate_model,
+                                                         gate_settings=settings.gate)
         results.append(result)
         err.print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in result.items()})
     if scale:
