@@ -21,7 +21,7 @@ class Decision:
     candidates: tuple[Hit, ...]          # best first, after rerank when a gate ran
     p_top1: float = 0.0                  # calibrated p(top candidate is the right tool)
     p_no_tool: float = 0.0               # calibrated p(no tool applies)
-    scores: tuple[float, ...] = field(default=())  # gate scores aligned with candidates
+    scores: tuple[float, ...] = field(default=())  # gate scores aligned with candidates (NaN: added for one request of a several-request turn, not reranked)
     gate_ms: float = 0.0
 
     @property
