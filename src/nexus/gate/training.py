@@ -425,7 +425,7 @@ MIN_CALIBRATION_TURNS = 50  # distinct labelled relevant turns below which ROUTE
 
 def _guarded(calibration: GateCalibration, synthetic: bool, n_labelled: int) -> GateCalibration:
     """ROUTE and NO_TOOL need evidence from real turns. Pseudo-queries are far easier than real turns (measured: a
-    gate calibrated on them routed at 95% precision for a 99% target and said NO_TOOL to 80% of real relevant
+    gate calibrated on them routed at 95% precision for a 99% target and said NO_TOOL to 82% of real relevant
     turns), and a few dozen labelled turns cannot stand for a registry's traffic (14 turns of BFCL's parallel
     category made a gate say NO_TOOL to 26% of relevant turns at N=1,000). Then the gate only reranks, shortlists
     and falls back."""
