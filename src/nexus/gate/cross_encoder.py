@@ -58,7 +58,40 @@ def _set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class CrossEncoderScorer:
+def _model_folder(path: str | Path | None, what: str) -> Path:
+    """`path`, or the packaged MiniLM when None; it must be a Hugging Face model folder."""
+    folder = Path(path) if path else default_base_model()
+    if not (folder / "config.json").is_file():
+        raise ModelError(f"{what} folder {folder} has no config.json; give a Hugging Face model folder")
+    return folder
+
+
+class _TorchPairScorer:
+    """What the torch scorers share: pair tokenisation (the same for training and inference) and batched
+    inference. Subclasses set `network`, `tokenizer`, `max_length`, `batch_size` and define `logits`."""
+
+    def encode(self, turns: Sequence[str], docs: Sequence[str]) -> Any:
+        """Tokenise pairs (longest side truncated first)."""
+        return self.tokenizer(list(turns), list(docs), truncation="longest_first", max_length=self.max_length,
+                              padding=True, return_tensors="pt")
+
+    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+        import torch
+
+        if len(turns) != len(docs):
+            raise ValueError("turns and docs must pair up")
+        if not turns:
+            return np.zeros(0, dtype=np.float32)
+        self.network.eval()
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(turns), self.batch_size):
+                batch = self.encode(turns[start:start + self.batch_size], docs[start:start + self.batch_size])
+                out.append(self.logits(batch).float().numpy())
+        return np.concatenate(out).astype(np.float32)
+
+
+class CrossEncoderScorer(_TorchPairScorer):
     """A sentence-transformers `CrossEncoder` (one logit per pair) on the CPU.
 
     `path` is any Hugging Face sequence-classification folder with one label, or a
@@ -67,9 +100,7 @@ class CrossEncoderScorer:
 
     def __init__(self, path: str | Path | None = None, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 32,
                  seed: int = 0, quantize: bool = False):
-        folder = Path(path) if path else default_base_model()
-        if not (folder / "config.json").is_file():
-            raise ModelError(f"cross-encoder folder {folder} has no config.json; give a Hugging Face model folder")
+        folder = _model_folder(path, "cross-encoder")
         try:
             from sentence_transformers import CrossEncoder
         except ImportError:
@@ -104,15 +135,8 @@ class CrossEncoderScorer:
     def tokenizer(self) -> Any:
         return self.model.tokenizer
 
-    def encode(self, turns: Sequence[str], docs: Sequence[str]) -> Any:
-        """Tokenise pairs the same way for training and inference (longest side truncated first)."""
-        return self.tokenizer(list(turns), list(docs), truncation="longest_first", max_length=self.max_length,
-                              padding=True, return_tensors="pt")
-
     def quantize(self) -> None:
         """Dynamic INT8 weights for the linear layers: ~3x faster CPU inference, used for calibration too."""
-        import torch
-
         if not self.quantized:
             self.model.model = _quantize_linear(self.network)
             self.quantized = True
@@ -120,9 +144,6 @@ class CrossEncoderScorer:
     def logits(self, batch: Any) -> Any:
         """One logit per encoded pair (a torch tensor, with gradients when training)."""
         return self.network(**batch).logits[:, 0]
-
-    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
-        return _score(self, turns, docs)
 
     def save(self, folder: Path) -> None:
         if self.quantized:
@@ -141,23 +162,7 @@ def _quantize_linear(module: Any) -> Any:
         return torch.ao.quantization.quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8)
 
 
-def _score(scorer: Any, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
-    import torch
-
-    if len(turns) != len(docs):
-        raise ValueError("turns and docs must pair up")
-    if not turns:
-        return np.zeros(0, dtype=np.float32)
-    scorer.network.eval()
-    out = []
-    with torch.inference_mode():
-        for start in range(0, len(turns), scorer.batch_size):
-            batch = scorer.encode(turns[start:start + scorer.batch_size], docs[start:start + scorer.batch_size])
-            out.append(scorer.logits(batch).float().numpy())
-    return np.concatenate(out).astype(np.float32)
-
-
-class SegmentCosineScorer:
+class SegmentCosineScorer(_TorchPairScorer):
     """A cross-encoder whose head reads the encoder the way it was pretrained: the turn and the tool text are
     encoded jointly (every token attends to both), then each segment is mean-pooled and the score is
     `scale * cos(turn, tool) + bias`. Initialised from a sentence-transformers encoder (mean pooling), it
@@ -174,9 +179,7 @@ class SegmentCosineScorer:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        folder = Path(path) if path else default_base_model()
-        if not (folder / "config.json").is_file():
-            raise ModelError(f"encoder folder {folder} has no config.json; give a Hugging Face model folder")
+        folder = _model_folder(path, "encoder")
         _set_seed(seed)
         try:
             encoder = AutoModel.from_pretrained(str(folder), local_files_only=True)
@@ -199,10 +202,6 @@ class SegmentCosineScorer:
     def tokenizer(self) -> Any:
         return self._tokenizer
 
-    def encode(self, turns: Sequence[str], docs: Sequence[str]) -> Any:
-        return self._tokenizer(list(turns), list(docs), truncation="longest_first", max_length=self.max_length,
-                               padding=True, return_tensors="pt")
-
     def logits(self, batch: Any) -> Any:
         import torch
 
@@ -222,16 +221,13 @@ class SegmentCosineScorer:
 
         with torch.no_grad():
             self.network["head"].bias.zero_()
-            logits = _score(self, turns, docs)
+            logits = self.score(turns, docs)
             self.network["head"].bias.fill_(-float(np.mean(logits)) - 1.0)
 
     def quantize(self) -> None:
         if not self.quantized:
             self.network["encoder"] = _quantize_linear(self.network["encoder"])
             self.quantized = True
-
-    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
-        return _score(self, turns, docs)
 
     def save(self, folder: Path) -> None:
         import json
