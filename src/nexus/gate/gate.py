@@ -161,10 +161,11 @@ class BoundaryGate:
             return
         shown = {h.key for h in ranked}
         scored = {hits[i].key: (hits[i], float(out.fused[i])) for i in out.order}
+        text_vec, *request_vecs = self.slb.embedder.embed([text, *requests])  # one batch for every embedding here
         tops: list[str] = []
-        for request, vec in zip(requests, self.slb.embedder.embed(requests)):
+        for request, vec in zip(requests, request_vecs):
             tops += [h.key for h in self.slb.search(request, k=self.per_request, query_vec=vec) if h.key not in tops]
-        fresh = {h.key: h for h in self.slb.hits_for(text, [k for k in tops if k not in scored])}
+        fresh = {h.key: h for h in self.slb.hits_for(text, [k for k in tops if k not in scored], query_vec=text_vec)}
         for key in tops:
             if key not in shown:
                 hit, score = scored.get(key) or (fresh[key], float("nan"))
