@@ -180,6 +180,7 @@ def test_train_gate_end_to_end_saves_a_loadable_calibrated_model(tmp_path):
     assert report.calibration["n_relevant"] >= 10 and report.calibration["n_no_tool"] >= 1
     # ~20 labelled calibration turns are too few to trust a 1% ROUTE risk: decisions stay SHORTLIST / FALLBACK
     assert model.calibration.thresholds.route == float("inf") and model.calibration.thresholds.no_tool == float("inf")
+    assert report.calibration["decisions_disabled"].startswith("only ")
     header = GateModel.read_header(tmp_path / "gate")
     assert header.training["data_hash"] == report.data_hash and header.embedder_id == slb.embedder.id
     assert header.calibration["thresholds"] == model.calibration.thresholds.to_dict()
@@ -205,7 +206,7 @@ def test_self_supervised_only_training_needs_no_labels(tmp_path):
     assert report.calibration["n_no_tool"] > 0
     # pseudo-queries are no evidence for confident decisions: the gate only reranks and shortlists
     assert model.calibration.thresholds.route == float("inf") and model.calibration.thresholds.no_tool == float("inf")
-    assert report.calibration["synthetic_calibration"] is True
+    assert report.calibration["decisions_disabled"] == "pseudo-queries only"
 
 
 def test_no_tool_turns_that_restate_a_relevant_turn_are_dropped():

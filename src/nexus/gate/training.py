@@ -341,8 +341,7 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
         targets = RiskTargets(**cfg["targets"]) if isinstance(cfg.get("targets"), dict) else RiskTargets()
     relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
-    scored = score_calibration(model.scorer, slb, registry, cal_rel, cal_nt, config, absent)
-    calibration = _guarded(fit_calibration(scored, targets), synthetic=not relevant, n_labelled=len(cal_rel))
+    calibration, _ = calibrate(model.scorer, slb, registry, cal_rel, cal_nt, config, absent, targets, synthetic=not relevant)
     model.write_calibration(folder, calibration)
     return model
 
@@ -398,8 +397,8 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
         infer.quantize()
     if progress:
         progress("calibrate", 0, 1, float("nan"))
-    scored = score_calibration(infer, slb, registry, cal_rel, cal_nt, config, absent)
-    calibration = _guarded(fit_calibration(scored, config.targets), synthetic=not relevant, n_labelled=len(cal_rel))
+    calibration, scored = calibrate(infer, slb, registry, cal_rel, cal_nt, config, absent, config.targets,
+                                    synthetic=not relevant)
     if progress:
         progress("calibrate", 1, 1, float("nan"))
     digest = data_hash(groups, {"config": asdict(config), "cal": [(t.id, t.tools) for t in cal_rel + cal_nt]})
@@ -423,6 +422,15 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
 MIN_CALIBRATION_TURNS = 50  # distinct labelled relevant turns below which ROUTE / NO_TOOL thresholds are not trusted
 
 
+def calibrate(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry: Registry,
+              cal_rel: Sequence[LabelledTurn], cal_nt: Sequence[LabelledTurn], config: TrainConfig, absent: set[str],
+              targets: RiskTargets, synthetic: bool) -> tuple[GateCalibration, list[ScoredTurn]]:
+    """Score the calibration split and fit the probabilities and thresholds (`synthetic`: the relevant turns
+    are pseudo-queries); returns the calibration and the scored turns."""
+    scored = score_calibration(scorer, slb, registry, cal_rel, cal_nt, config, absent)
+    return _guarded(fit_calibration(scored, targets), synthetic, len(cal_rel)), scored
+
+
 def _guarded(calibration: GateCalibration, synthetic: bool, n_labelled: int) -> GateCalibration:
     """ROUTE and NO_TOOL need evidence from real turns. Pseudo-queries are far easier than real turns (measured: a
     gate calibrated on them routed at 95% precision for a 99% target and said NO_TOOL to 82% of real relevant
@@ -435,7 +443,7 @@ def _guarded(calibration: GateCalibration, synthetic: bool, n_labelled: int) -> 
     log.warning("calibrated on %s: ROUTE and NO_TOOL are disabled; give more labelled turns to enable them", why)
     thresholds = dataclasses.replace(calibration.thresholds, route=float("inf"), no_tool=float("inf"))
     return dataclasses.replace(calibration, thresholds=thresholds,
-                               report={**calibration.report, "synthetic_calibration": True})
+                               report={**calibration.report, "decisions_disabled": why})
 
 
 def _self_supervised_holdout(registry: Registry, config: TrainConfig, hide: bool = True) -> tuple[set[str], set[str]]:
