@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -29,6 +30,10 @@ class GateSettings(BaseSettings):
     train_threads: int | None = Field(None, description="torch CPU threads for `nexus gate train` (default: every core; 2 threads train 1.7x faster than 1 on 2 idle cores)")
     decision_log: Path | None = Field(None, description="append every decision as JSON Lines here")
 
+    def training_threads(self) -> int:
+        """Torch threads for training: `train_threads`, else every core."""
+        return self.train_threads or os.cpu_count() or 1
+
 
 class Settings(BaseSettings):
     """All knobs of Nexus. Example: `NEXUS_EMBEDDER=/models/bge-small nexus bench routing ...`."""
@@ -53,3 +58,11 @@ class Settings(BaseSettings):
 
     def index_path(self) -> Path:
         return self.cache_dir / "slb.idx"
+
+    def default_gate_dir(self) -> Path:
+        """Where `nexus gate train` saves and every command looks for a gate unless told otherwise."""
+        return self.cache_dir / "gate" / "default"
+
+    def gate_dir(self) -> Path:
+        """The gate folder in force: NEXUS_GATE_MODEL, else the cache's default."""
+        return self.gate.model or self.default_gate_dir()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +129,7 @@ def demo_gate(slb: Any, registry: Any, settings: Any, model_dir: Path | None, tr
     if model_dir is not None and not Path(model_dir).is_dir():
         raise ConfigError(f"--gate-model {model_dir} is not a folder; train one with `nexus gate train --out {model_dir}`")
     own = settings.cache_dir / "gate" / "demo"
-    for candidate in (model_dir, settings.gate.model, settings.cache_dir / "gate" / "default", own):
+    for candidate in (model_dir, settings.gate.model, settings.default_gate_dir(), own):
         if candidate is not None and Path(candidate).is_dir():
             return load_gate(slb, registry, Path(candidate), k=settings.top_k, gate_settings=settings.gate)
     if not train:
@@ -177,7 +176,7 @@ def _train_demo_gate(slb: Any, registry: Any, settings: Any, out: Path, budget_s
     import torch
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(settings.gate.train_threads or os.cpu_count() or 1)
+    torch.set_num_threads(settings.gate.training_threads())
     try:
         train_gate(train_registry, train_slb, turns, True, config, out, progress=progress)
     except Exception as exc:  # noqa: BLE001 - the demo goes on without a gate, and says why

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -67,13 +66,12 @@ def train(
     from dataclasses import asdict, replace
 
     from nexus.config import Settings
-    from nexus.gate.bench import default_model_dir
     from nexus.gate.probabilities import RiskTargets
     from nexus.gate.training import TrainConfig, train_gate
 
     settings = Settings()
     gs = settings.gate
-    _threads(gs.train_threads or os.cpu_count() or 1)
+    _threads(gs.training_threads())
     registry = _registry(tools)
     turns = _labelled(queries, registry)
     config = TrainConfig(base_model=str(base or gs.base_model) if (base or gs.base_model) else None, seed=seed,
@@ -87,7 +85,7 @@ def train(
         config = replace(config, epochs=epochs)
     err.print(f"[bold]gate train[/] {len(registry)} tools, {len(turns)} labelled turns, self-supervision {'on' if self_supervised else 'off'}")
     slb = _slb(registry, settings)
-    target = out or gs.model or default_model_dir(settings.cache_dir)
+    target = out or settings.gate_dir()
     model, report = train_gate(registry, slb, turns, self_supervised, config, target, progress=_progress_bar())
     text = json.dumps({"model": str(target), **asdict(report)}, indent=2, default=str)
     if json_out:

@@ -86,8 +86,7 @@ def latency(
         update("loading models", 0, 1)
         backend = make_backend(settings)
 
-        gate_settings = settings.gate
-        model_dir = gate_model or gate_settings.model or settings.cache_dir / "gate" / "default"
+        model_dir = gate_model or settings.gate_dir()
         write_meta(folder, {"tools": tools, "queries": queries, "sizes": size_list, "limit": limit, "seed": seed,
                             "paths": path_list,
                             "n_ctx": backend.n_ctx, "model": backend.model_id, "max_arg_tokens": max_arg_tokens,

@@ -27,16 +27,12 @@ from nexus.slb.index import SemanticLookasideBuffer
 log = logging.getLogger(__name__)
 
 
-def default_model_dir(cache_dir: Path) -> Path:
-    return Path(cache_dir) / "gate" / "default"
-
-
 def load_gate(path: str | Path | None = None) -> GateModel:
     """A saved gate model; `None` means the cache's default (`<cache_dir>/gate/default`)."""
     if path is None:
         from nexus.config import Settings
 
-        path = default_model_dir(Settings().cache_dir)
+        path = Settings().default_gate_dir()
         if not path.exists():
             raise GateModelError(f"no gate model in the cache ({path}); train one with `nexus gate train` or pass --gate-model")
     return GateModel.load(path)
