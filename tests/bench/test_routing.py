@@ -2,7 +2,8 @@ import json
 
 from typer.testing import CliRunner
 
-from nexus.bench.routing import evaluate, load_registry, lookup_at_scale, plot_sweep
+from nexus.bench.routing import evaluate, lookup_at_scale, plot_sweep
+from nexus.registry import load_registry
 from nexus.cli import app
 from nexus.slb import HashEmbedder, SemanticLookasideBuffer
 

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from nexus.errors import ToolLoadError
-from nexus.registry import Registry, load_tools_file
+from nexus.registry import Registry, load_registry, load_tools_file
 from nexus.registry.files import detect_format
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -86,3 +86,23 @@ def test_real_mcp_tool_lists_load(data_dir):
         registry.set_source(origin, [t for t in catalogue if t.origin == origin])
     assert len(registry) == 527  # 13 repeated names are namespaced, none dropped
     assert any(key.count(".") and key.split(".", 1)[0] in registry.sources() for key in registry.keys())
+
+
+def _tools(path, names):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"tools": [{"name": n, "description": f"{n} tool", "inputSchema": {"type": "object"}} for n in names]}))
+    return path
+
+
+def test_registry_keeps_same_stem_files_and_namespaces_collisions(tmp_path):
+    a = _tools(tmp_path / "a" / "tools.json", ["ping", "alpha"])
+    b = _tools(tmp_path / "b" / "tools.json", ["ping", "beta"])
+    catalogue = tmp_path / "catalogue.json"
+    catalogue.write_text(json.dumps([
+        {"name": "s1", "tools": {"s1": {"tools": [{"name": "dup", "description": "one", "inputSchema": {"type": "object"}}]}}},
+        {"name": "s2", "tools": {"s2": {"tools": [{"name": "dup", "description": "two", "inputSchema": {"type": "object"}}]}}},
+    ]))
+    registry = load_registry([a, b, catalogue])
+    assert len(registry) == 6
+    assert {"alpha", "beta", "s1.dup", "s2.dup"} <= set(registry.keys())
+    assert sum(1 for k in registry.keys() if k.endswith("ping")) == 2

@@ -10,23 +10,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from nexus.bench.runfolder import percentile, write_jsonl
-from nexus.registry import Registry, load_tools_file
+from nexus.registry import Registry, load_registry
 from nexus.slb import SemanticLookasideBuffer
 from nexus.slb.embedders import Embedder
 from nexus.slb.index import HybridWeights
 from nexus.slb.quantize import top_k
-
-
-def load_registry(tools_paths: Path | Sequence[Path]) -> Registry:
-    """One registry from one or more tool files/folders, each its own source (collisions get namespaced)."""
-    registry = Registry()
-    for path in [tools_paths] if isinstance(tools_paths, (str, Path)) else tools_paths:
-        by_origin: dict[str, list] = {}
-        for tool in load_tools_file(path):
-            by_origin.setdefault(tool.origin, []).append(tool)
-        for origin, tools in by_origin.items():
-            registry.set_source(origin, tools)
-    return registry
 
 
 def rank_of(scores: np.ndarray, index: int) -> int:

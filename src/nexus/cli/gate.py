@@ -10,24 +10,10 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from nexus.registry import load_registry
+
 app = typer.Typer(help="The calibrated cross-encoder boundary gate.", no_args_is_help=True)
 err = Console(stderr=True)
-
-
-def _registry(paths: List[Path]):
-    """One registry from several files; each origin (a catalogue's servers) is its own source, so name
-    collisions are namespaced, and two files that share a stem (`a/tools.json`, `b/tools.json`) both stay."""
-    from nexus.registry import Registry, load_tools_file
-
-    registry = Registry()
-    for path in paths:
-        groups: dict[str, list] = {}
-        for tool in load_tools_file(path):
-            groups.setdefault(tool.origin, []).append(tool)
-        for origin, tools in groups.items():
-            source = origin if origin not in registry.sources() else f"{path.parent.name}/{origin}"
-            registry.set_source(source, tools)
-    return registry
 
 
 def _slb(registry, settings, cache: bool = True):
@@ -72,7 +58,7 @@ def train(
     settings = Settings()
     gs = settings.gate
     _threads(gs.training_threads())
-    registry = _registry(tools)
+    registry = load_registry(tools)
     turns = _labelled(queries, registry)
     config = TrainConfig(base_model=str(base or gs.base_model) if (base or gs.base_model) else None, seed=seed,
                          scorer=scorer or gs.scorer,
@@ -114,7 +100,7 @@ def calibrate(
     settings = Settings()
     gs = settings.gate
     _threads(gs.threads)
-    registry = _registry(tools)
+    registry = load_registry(tools)
     refitted = recalibrate(model, registry, _slb(registry, settings), _labelled(queries, registry))
     print(json.dumps({"model": str(model), "calibration": refitted.calibration.report}, indent=2, default=str))
 
@@ -180,7 +166,7 @@ def evaluate(
     gs = settings.gate
     _threads(gs.threads)
     gate_model = load_gate(model or gs.model)
-    registry = _registry([tools])
+    registry = load_registry([tools])
     slb = _slb(registry, settings, cache=False)
     folder = run_dir or Path("runs") / f"gate-{tools.parent.name}"
     gate = BoundaryGate.from_settings(slb, registry, gate_model, gs)
@@ -214,7 +200,7 @@ def decide(
     settings = Settings()
     gs = settings.gate
     _threads(gs.threads)
-    registry = _registry(tools)
+    registry = load_registry(tools)
     slb = _slb(registry, settings)
     gate = BoundaryGate.from_settings(slb, registry, load_gate(model or gs.model), gs)
     d = gate.decide(turn, history=history)

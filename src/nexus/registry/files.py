@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from nexus.errors import ToolLoadError
 from nexus.registry.bfcl_types import to_json_schema
+from nexus.registry.registry import Registry
 from nexus.registry.tool import Tool, check_tool
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -142,3 +143,18 @@ def load_tools_file(path: str | Path, origin: str | None = None) -> list[Tool]:
             raise ToolLoadError(f"{path}: duplicate tool names across files: {', '.join(dupes[:5])}")
         return tools
     return tools_from_data(read_json(path), origin, str(path))
+
+
+def load_registry(paths: str | Path | Sequence[str | Path]) -> Registry:
+    """One registry from one or more tool files/folders. Each origin (a file, a catalogue's server) is its own
+    source, so name collisions are namespaced; two files whose origins coincide (`a/tools.json`, `b/tools.json`)
+    both stay, the second as `<folder>/<origin>`."""
+    registry = Registry()
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        groups: dict[str, list[Tool]] = {}
+        for tool in load_tools_file(path):
+            groups.setdefault(tool.origin, []).append(tool)
+        for origin, tools in groups.items():
+            source = origin if origin not in registry.sources() else f"{Path(path).parent.name}/{origin}"
+            registry.set_source(source, tools)
+    return registry
