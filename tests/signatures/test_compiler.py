@@ -39,7 +39,7 @@ def test_token_counts_with_the_bundled_gguf_vocabulary(gguf_path):
 
 
 def test_median_signature_tokens_on_bfcl(data_dir, gguf_path):
-    from nexus.bench.bfcl import build_dataset, write_dataset
+    from nexus.datasets.bfcl import build_dataset, write_dataset
     import tempfile
     from pathlib import Path
 

@@ -89,7 +89,7 @@ def run_routing(tools: Path | Sequence[Path], queries_path: Path, embedder: Embe
                 gate: bool = False, gate_model: Path | None = None,
                 gate_settings: Any = None) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
     """Evaluate one (tools, queries) pair; return the result and the built SLB and queries for reuse."""
-    from nexus.gate.data import read_query_records as read_queries
+    from nexus.datasets import read_query_records as read_queries
 
     registry, slb, build_s = build_slb(tools, embedder, weights)
     queries = read_queries(queries_path)

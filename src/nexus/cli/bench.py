@@ -33,7 +33,7 @@ def routing(
 ) -> None:
     """Top-k accuracy, MRR, INT8-vs-fp32 and lookup latency of the SLB."""
     from nexus.bench import routing as bench
-    from nexus.bench.bfcl import build_dataset, write_dataset
+    from nexus.datasets.bfcl import build_dataset, write_dataset
     from nexus.bench.runfolder import new_run_dir, write_meta
     from nexus.config import Settings
     from nexus.slb import HybridWeights, SentenceTransformerEmbedder

@@ -19,7 +19,7 @@ def bfcl(
     no_tool: int = typer.Option(0, "--no-tool", help="mix in N live_irrelevance queries with tool=null"),
 ) -> None:
     """Write OUTDIR/tools.json (MCP tools/list form) and OUTDIR/queries.jsonl."""
-    from nexus.bench.bfcl import build_dataset, write_dataset
+    from nexus.datasets.bfcl import build_dataset, write_dataset
 
     tools, queries = build_dataset(src, size, seed, no_tool)
     write_dataset(out, tools, queries)

@@ -146,7 +146,7 @@ def _train_demo_gate(slb: Any, registry: Any, settings: Any, out: Path, budget_s
     teach the general skill and calibrate it on held-out BFCL tools."""
     from dataclasses import replace
 
-    from nexus.gate.data import LabelledTurn
+    from nexus.datasets import LabelledTurn
     from nexus.gate.training import TrainConfig, train_gate
     from nexus.registry import Registry
     from nexus.router import ScoreGate, load_gate
@@ -154,7 +154,7 @@ def _train_demo_gate(slb: Any, registry: Any, settings: Any, out: Path, budget_s
     train_registry, train_slb, turns = registry, slb, []
     bfcl = settings.data_dir / "bfcl"
     if bfcl.is_dir():
-        from nexus.gate.bench import bfcl_training_pool
+        from nexus.datasets.bfcl import bfcl_training_pool
         from nexus.registry.tool import check_tool
         from nexus.slb import SemanticLookasideBuffer
 

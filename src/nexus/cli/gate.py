@@ -80,7 +80,7 @@ def train(
 
 
 def _labelled(paths: List[Path], registry):
-    from nexus.gate.data import LabelledTurn, read_turns
+    from nexus.datasets import LabelledTurn, read_turns
 
     mapping = registry.name_index()
     return [LabelledTurn(t.id, t.query, tuple(mapping.get(n, n) for n in t.tools), t.history)
@@ -134,9 +134,9 @@ def pool(
     out: Path = typer.Option(..., help="output folder for tools.json and queries.jsonl"),
 ) -> None:
     """Write a tool-disjoint BFCL training pool (irrelevance as no-tool turns; live_irrelevance never used)."""
-    from nexus.bench.bfcl import write_dataset
+    from nexus.datasets.bfcl import write_dataset
     from nexus.config import Settings
-    from nexus.gate.bench import bfcl_training_pool
+    from nexus.datasets.bfcl import bfcl_training_pool
     from nexus.registry import load_tools_file
 
     source = src or Settings().data_dir / "bfcl"
@@ -156,9 +156,10 @@ def evaluate(
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here"),
 ) -> None:
     """Measure the gate on a registry and labelled queries (the figures `nexus bench routing --gate` adds)."""
-    from nexus.gate.data import read_query_records as read_queries
+    from nexus.datasets import read_query_records as read_queries
     from nexus.config import Settings
-    from nexus.gate.bench import bfcl_multi_call, gate_metrics, load_gate, multi_call_metrics
+    from nexus.datasets.bfcl import bfcl_multi_call
+    from nexus.gate.bench import gate_metrics, load_gate, multi_call_metrics
     from nexus.gate.gate import BoundaryGate
     from nexus.registry import Registry
 

@@ -58,7 +58,7 @@ def latency(
     Example: nexus bench latency --tools data/tools.json --queries data/queries.jsonl --limit 20 --json out.json
     """
     quiet_threads()
-    from nexus.gate.data import read_query_records as read_queries
+    from nexus.datasets import read_query_records as read_queries
     from nexus.bench.latency import build_cases, plot_latency, run_latency
     from nexus.bench.runfolder import new_run_dir, write_meta
     from nexus.config import Settings

@@ -21,7 +21,7 @@ def tune(
     epochs: int = typer.Option(1, help="passes over the pairs"),
 ) -> None:
     """Fine-tune the embedder on BFCL (query, gold tool) pairs, excluding the evaluation registry's tools."""
-    from nexus.bench.bfcl import load_single_call, to_mcp
+    from nexus.datasets.bfcl import load_single_call, to_mcp
     from nexus.registry import load_tools_file
     from nexus.registry.files import tools_from_data
     from nexus.signatures import retrieval_text

@@ -1,5 +1,5 @@
-"""Measuring the gate: the metrics `nexus bench routing --gate` adds, its plots, multi-call recall, and the
-BFCL tool-disjoint training pool.
+"""Measuring the gate: the metrics `nexus bench routing --gate` adds, its plots and multi-call recall (the BFCL
+training pool and multi-call turns are built in `nexus.datasets.bfcl`).
 
 `gate_metrics(slb, registry, queries, gate, run_dir)` returns `top1_gate`, `coverage` (share of relevant
 turns decided ROUTE), `selective_accuracy` (accuracy of those), `ece` (of p_top1 on relevant turns, 15
@@ -191,62 +191,3 @@ def multi_call_metrics(gate: BoundaryGate, turns: Sequence[tuple[str, Sequence[s
         "multi_routed_share": float(np.mean([r["action"] == Action.ROUTE.value for r in rows])) if n else float("nan"),
         "multi_actions": dict(Counter(r["action"] for r in rows)),
     }
-
-
-def bfcl_multi_call(src: Path, category: str = "parallel_multiple") -> tuple[list[Tool], list[tuple[str, list[str]]]]:
-    """BFCL multi-call turns: (the union of their function docs as tools, [(query, needed names)])."""
-    from nexus.bench.bfcl import load_category, to_mcp
-    from nexus.registry.tool import check_tool
-
-    # the raw ground truth lists every call (BfclItem keeps single-call answers only)
-    answer_path = Path(src) / "possible_answer" / f"BFCL_v4_{category}.json"
-    records = [json.loads(line) for line in answer_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    answers = {r["id"]: r["ground_truth"] for r in records}
-    tools: dict[str, Tool] = {}
-    turns = []
-    for item in load_category(Path(src), category):
-        for fn in item.functions:
-            if fn.get("name") not in tools:
-                tools[fn["name"]] = check_tool(to_mcp(fn), category, f"{category}:{item.id}")
-        names = sorted({name for call in answers.get(item.id, []) for name in call})
-        turns.append((item.query, names))
-    return list(tools.values()), turns
-
-
-# -- BFCL tool-disjoint training pool -------------------------------------------------------------------
-def bfcl_training_pool(src: Path, exclude: Sequence[Tool]) -> tuple[list[dict], list[dict], dict]:
-    """Training tools and turns from BFCL that share no tool (name, SGD family, description) with `exclude`.
-
-    Relevant turns: the single-call categories and the parallel ones that call one function. No-tool turns: `irrelevance` only (`live_irrelevance` is kept
-    for evaluation). The pool's registry is every function offered by those records, each gold tool with its
-    own query's definition.
-    """
-    from nexus.bench.bfcl import ONE_TOOL_PARALLEL, SINGLE_CALL, load_category, load_single_call, to_mcp
-
-    from nexus.errors import ToolLoadError
-    from nexus.gate.data import tool_disjoint
-    from nexus.registry.tool import check_tool
-
-    items = load_single_call(Path(src), SINGLE_CALL + ONE_TOOL_PARALLEL)
-    irrelevant = load_category(Path(src), "irrelevance")
-    fns: dict[str, dict] = {}
-    for item in items:
-        fns.setdefault(item.gold, item.gold_function())
-    for item in list(items) + list(irrelevant):
-        for fn in item.functions:
-            if fn.get("name"):
-                fns.setdefault(fn["name"], fn)
-    tools, bad = [], 0
-    for name, fn in fns.items():
-        try:
-            tools.append(check_tool(to_mcp(fn), "bfcl", f"bfcl:{name}"))
-        except ToolLoadError:
-            bad += 1
-    kept = {t.name for t in tool_disjoint(tools, exclude)}
-    pool = [t.to_mcp() for t in tools if t.name in kept]
-    turns = [{"id": i.id, "query": i.query, "tool": i.gold, "arguments": i.arguments} for i in items if i.gold in kept]
-    turns += [{"id": i.id, "query": i.query, "tool": None, "arguments": {}} for i in irrelevant]
-    stats = {"pool_tools": len(pool), "excluded_tools": len(tools) - len(pool), "invalid_tools": bad,
-             "relevant_turns": sum(1 for t in turns if t["tool"]), "no_tool_turns": len(irrelevant),
-             "dropped_turns": len(items) - sum(1 for t in turns if t["tool"])}
-    return pool, turns, stats

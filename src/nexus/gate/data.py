@@ -20,26 +20,18 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Sequence
 
-from nexus.errors import NexusError
+# The readers and the tool-equivalence rules live in `nexus.datasets` (shared with the benchmarks).
+from nexus.datasets.queries import (  # noqa: F401 - re-exported for the gate's own modules
+    LabelledTurn, QueryFileError, conflicts, equivalence_key, family, norm_description, read_query_records, read_turns,
+    tool_disjoint,
+)
 from nexus.registry import Registry, Tool
 from nexus.signatures.compiler import first_sentence, split_identifier
 
-_SGD_NAME = re.compile(r"^[A-Za-z]+_\d+_([A-Za-z]+)$")
-
-
-@dataclass(frozen=True)
-class LabelledTurn:
-    """One user turn and the tools it needs (empty: no tool applies)."""
-
-    id: str
-    query: str
-    tools: tuple[str, ...] = ()
-    history: tuple[str, ...] = ()
+TrainingDataError = QueryFileError  # the name the gate's training code uses
 
 
 @dataclass(frozen=True)
@@ -51,71 +43,6 @@ class PairGroup:
     labels: tuple[int, ...]
     source: str = "labelled"
     keys: tuple[str, ...] = field(default=(), compare=False)
-
-
-class TrainingDataError(NexusError):
-    """Training input is unusable (bad JSONL, no usable turns)."""
-
-
-def read_query_records(path: str | Path) -> list[dict]:
-    """Read a queries JSONL file (`{"id", "query", "tool" | "tools", "arguments"}` per line), checking each line."""
-    records = []
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise TrainingDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TrainingDataError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("query"), str) or ("tool" not in rec and "tools" not in rec):
-            raise TrainingDataError(f"{path}:{number}: each line needs a string 'query' and 'tool' (null for no tool)")
-        rec.setdefault("id", f"{path.stem}:{number}")
-        records.append(rec)
-    return records
-
-
-def read_turns(path: str | Path) -> list[LabelledTurn]:
-    """Labelled turns of a queries JSONL file; `tool` (a name or null) or `tools` (a list) give the labels."""
-    turns = []
-    for rec in read_query_records(path):
-        tools = rec.get("tools") if isinstance(rec.get("tools"), list) else ([rec["tool"]] if rec.get("tool") else [])
-        history = tuple(h for h in rec.get("history", []) if isinstance(h, str))
-        turns.append(LabelledTurn(str(rec["id"]), rec["query"], tuple(tools), history))
-    return turns
-
-
-def family(name: str) -> str:
-    """Schema-Guided-Dialogue families share the intent: `Movies_3_FindMovies` -> `FindMovies`."""
-    match = _SGD_NAME.match(name)
-    return match.group(1) if match else name
-
-
-def norm_description(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def equivalence_key(tool: Tool) -> tuple[str, str]:
-    return family(tool.name), norm_description(tool.description)
-
-
-def conflicts(tool: Tool, families: set[str], descriptions: set[str], names: set[str]) -> bool:
-    """True when `tool` is (a variant of) one of the given tools: same name, SGD family or description."""
-    fam, desc = equivalence_key(tool)
-    return tool.name in names or fam in families or (bool(desc) and desc in descriptions)
-
-
-def tool_disjoint(pool: Iterable[Tool], exclude: Iterable[Tool]) -> list[Tool]:
-    """Tools of `pool` that share no name, SGD family or normalised description with `exclude`."""
-    exclude = list(exclude)
-    names = {t.name for t in exclude}
-    families = {family(t.name) for t in exclude}
-    descriptions = {norm_description(t.description) for t in exclude if t.description.strip()}
-    return [t for t in pool if not conflicts(t, families, descriptions, names)]
 
 
 # -- self-supervision -----------------------------------------------------------------------------

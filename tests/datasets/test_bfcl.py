@@ -1,7 +1,7 @@
 import json
 
-from nexus.bench.bfcl import build_dataset, write_dataset
-from nexus.gate.data import family, read_query_records
+from nexus.datasets.bfcl import build_dataset, write_dataset
+from nexus.datasets.queries import family, read_query_records
 from nexus.registry import load_tools_file
 
 

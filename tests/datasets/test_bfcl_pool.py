@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from nexus.gate.bench import bfcl_multi_call, bfcl_training_pool
-from nexus.gate.data import equivalence_key
+from nexus.datasets.bfcl import bfcl_multi_call, bfcl_training_pool
+from nexus.datasets.queries import equivalence_key
 from nexus.registry import Tool
 
 
 def test_pool_is_tool_disjoint_and_uses_irrelevance_only(data_dir):
-    from nexus.bench.bfcl import build_dataset
+    from nexus.datasets.bfcl import build_dataset
     from nexus.registry.tool import check_tool
 
     test_tools, _ = build_dataset(data_dir / "bfcl", 100, seed=3)
