@@ -35,6 +35,25 @@ class GateSettings(BaseSettings):
         return self.train_threads or os.cpu_count() or 1
 
 
+class ServeSettings(BaseSettings):
+    """`nexus serve openai|mcp`. Example: `NEXUS_SERVE_TOKEN=s3cret nexus serve openai --upstream http://127.0.0.1:8000/v1`."""
+
+    model_config = SettingsConfigDict(env_prefix="NEXUS_SERVE_", extra="ignore")
+
+    host: str = Field("127.0.0.1", description="bind address (loopback by default; another address needs a token)")
+    port: int = Field(8080, description="TCP port")
+    token: str | None = Field(None, description="bearer token every request must carry (Authorization: Bearer ...)")
+    mode: str = Field("filter", description="serve openai: filter (forward to --upstream with tools narrowed) | route (answer with Nexus's own LLM)")
+    upstream: str | None = Field(None, description="OpenAI-compatible base URL filter mode forwards to, e.g. http://127.0.0.1:8000/v1")
+    upstream_key: str | None = Field(None, description="API key sent to the upstream (else the client's Authorization is not forwarded)")
+    upstream_timeout_s: float = Field(300.0, description="seconds an upstream request may take")
+    max_body_bytes: int = Field(8 * 1024 * 1024, description="largest request body accepted (413 above)")
+    max_tools: int = Field(4096, description="most tools one request may carry (413 above)")
+    max_messages: int = Field(1024, description="most messages one request may carry (413 above)")
+    quarantine: bool = Field(True, description="leave out tools `nexus registry scan` flags as poisoned (serve mcp)")
+    model_name: str = Field("nexus", description="model id route mode reports")
+
+
 class Settings(BaseSettings):
     """All knobs of Nexus. Example: `NEXUS_EMBEDDER=/models/bge-small nexus bench routing ...`."""
 
@@ -44,7 +63,6 @@ class Settings(BaseSettings):
     embedder: str | None = Field(None, description="sentence-transformers folder; default: packaged all-MiniLM-L6-v2")
     lexical_weight: float = Field(0.2, description="weight of the BM25 channel in the SLB's fused score")
     name_bonus: float = Field(1.0, description="score added when the turn names a tool exactly")
-    top_k: int = Field(10, description="SLB candidates handed to the gate")
     data_dir: Path = Field(Path("../shared/data"), description="BFCL / MCP evaluation data (read-only)")
     servers_dir: Path = Field(Path(".servers"), description="where `make setup` installed the demo MCP servers")
     llm_model: str | None = Field(None, description="GGUF path; default: the packaged Gemma 3 270M Q4_K_M")
@@ -53,8 +71,9 @@ class Settings(BaseSettings):
     openai_model: str = Field("local", description="model name sent to the OpenAI-compatible server")
     n_ctx: int = Field(8192, description="LLM context window used by the llama.cpp backend")
     n_threads: int = Field(2, description="CPU threads for llama.cpp")
-    gate: GateSettings = Field(default_factory=GateSettings, description="the boundary gate (env prefix NEXUS_GATE_)")
-    gate: GateSettings = Field(default_factory=GateSettings, description="the boundary gate (env prefix NEXUS_GATE_)")
+    serve: ServeSettings = Field(default_factory=ServeSettings, description="the servers (env prefix NEXUS_SERVE_)")
+    gate: GateSettings = Field(default_factory=GateSettings, description="the boundary gate (env prefix NEXUS_GATE_; "
+                               "NEXUS_GATE_K is the SLB candidates every command hands the gate)")
 
     def index_path(self) -> Path:
         return self.cache_dir / "slb.idx"
@@ -62,6 +81,10 @@ class Settings(BaseSettings):
     def default_gate_dir(self) -> Path:
         """Where `nexus gate train` saves and every command looks for a gate unless told otherwise."""
         return self.cache_dir / "gate" / "default"
+
+    def with_gate_model(self, model: Path | None) -> "Settings":
+        """These settings with `gate.model` replaced (a command's --gate-model); unchanged for None."""
+        return self if model is None else self.model_copy(update={"gate": self.gate.model_copy(update={"model": Path(model)})})
 
     def gate_dir(self) -> Path:
         """The gate folder in force: NEXUS_GATE_MODEL, else the cache's default."""

@@ -23,3 +23,22 @@ class IndexFileError(NexusError):
 
 class ModelError(NexusError):
     """A model (embedder, cross-encoder, LLM) is missing or unusable."""
+
+
+class RequestError(NexusError):
+    """A request (an HTTP body, an MCP call) is malformed, too large or names something unknown: the client's
+    fault (HTTP 4xx); nothing of it was applied."""
+
+    status = 400
+
+
+class UnknownToolError(RequestError):
+    """A call names a tool that is not in the registry (or is quarantined): it is never forwarded."""
+
+    status = 404
+
+
+class ArgumentsError(RequestError):
+    """A call's arguments do not validate against the tool's full JSON Schema: it is never forwarded."""
+
+    status = 422

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from nexus.gate.decision import Action, Decision
-from nexus.gate.gate import is_follow_up
+from nexus.gate.gate import contextual_turn, is_follow_up, split_requests
 from nexus.llm.base import LLMBackend, Prompt
 from nexus.llm.calls import ToolCall, ToolCaller
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line
@@ -93,22 +93,22 @@ class RoutedTurn:
         return Exchange(self.turn, self.call.tool, self.call.arguments, result, self.call.answer)
 
 
-def load_gate(slb: SemanticLookasideBuffer, registry: Registry, model_dir: Path | None, k: int = 10,
-              gate_settings: Any = None) -> Gate:
-    """The trained BoundaryGate in `model_dir` when there is one, else `ScoreGate` (with a warning saying why)."""
+def load_gate(slb: SemanticLookasideBuffer, registry: Registry, model_dir: Path | None, gate_settings: Any = None) -> Gate:
+    """The trained BoundaryGate in `model_dir` when there is one, else `ScoreGate` (with a warning saying why);
+    both take k and the shortlist size from `gate_settings` (`nexus.config.GateSettings`, default: the environment)."""
+    from nexus.config import GateSettings
+
+    gs = gate_settings or GateSettings()
     if model_dir is not None and Path(model_dir).is_dir():
         from nexus.gate import BoundaryGate, GateModel, GateModelError
 
-        from nexus.config import Settings
-
-        gs = gate_settings or Settings().gate
         try:
             return BoundaryGate.from_settings(slb, registry, GateModel.load(model_dir), gs)
         except GateModelError as exc:
             log.warning("the gate in %s cannot be used (%s); deciding on raw SLB scores instead", model_dir, exc)
-            return ScoreGate(slb, k=k)
+            return ScoreGate(slb, k=gs.k, shortlist_k=gs.shortlist_k)
     log.warning("no trained gate in %s; deciding on raw SLB scores (train one with `nexus gate train`)", model_dir)
-    return ScoreGate(slb, k=k)
+    return ScoreGate(slb, k=gs.k, shortlist_k=gs.shortlist_k)
 
 
 class Router:
@@ -142,19 +142,33 @@ class Router:
         scores = self.slb.scores(turn)
         return [self.slb.keys[i] for i in sorted(range(len(scores)), key=lambda i: -scores[i])]
 
-    def route(self, turn: str, history: Sequence[Exchange] = ()) -> RoutedTurn:
+    def decide(self, turn: str, history: Sequence[str] = ()) -> tuple[Decision, float, float]:
+        """The gate's decision for a turn, with (SLB ms, gate ms). The turn is embedded once, in one batch with
+        the follow-up context the gate reads and each request of a several-request turn; every later stage
+        (the gate, its per-request tools, the fallback order) reuses those vectors (`slb.embed_queries`)."""
         start = time.perf_counter()
+        texts = [turn, contextual_turn(turn, history, getattr(self.gate, "context_turns", 2))]
+        if getattr(self.gate, "per_request", 0) > 0:
+            texts += split_requests(turn)
+        self.slb.embed_queries(list(dict.fromkeys(texts)))
         hits = self.slb.search(turn, k=self.k)
         looked_up = time.perf_counter()
-        decision = self.gate.decide(turn, history=[ex.request for ex in history], hits=hits)
+        decision = self.gate.decide(turn, history=list(history), hits=hits)
+        return decision, (looked_up - start) * 1000, (time.perf_counter() - looked_up) * 1000
+
+    def route(self, turn: str, history: Sequence[Exchange] = (), decision: Decision | None = None) -> RoutedTurn:
+        """One turn end to end; `decision` (e.g. a client's override) skips the SLB and the gate."""
+        start = time.perf_counter()
+        slb_ms = gate_ms = 0.0
+        if decision is None:
+            decision, slb_ms, gate_ms = self.decide(turn, [ex.request for ex in history])
         decided = time.perf_counter()
         # The LLM sees earlier turns only when this one leans on them: a small model copies unrelated context.
         context = tuple(history) if history and is_follow_up(turn) else ()
         call = self.caller.call(turn, decision, context, fallback_order=lambda: self._ranked_keys(turn))
         end = call.t_end or time.perf_counter()
         ttfat = (call.t_first_arg - start) * 1000 if call.t_first_arg is not None else None
-        timings = Timings((looked_up - start) * 1000, (decided - looked_up) * 1000, (end - decided) * 1000, ttfat,
-                          (end - start) * 1000)
+        timings = Timings(slb_ms, gate_ms, (end - decided) * 1000, ttfat, (end - start) * 1000)
         log.info("turn %r -> %s %s (ttfat %s ms)", turn[:60], decision.action.value, call.tool,
                  f"{ttfat:.0f}" if ttfat is not None else "-")
         return RoutedTurn(turn, decision, call, timings, call.prompt_tokens, self.full_context_tokens(turn))

@@ -10,7 +10,10 @@ import anyio
 import pytest
 from rich.console import Console
 
-from nexus.cli.demo import render, run_demo
+from nexus.cli.demo import render
+from nexus.config import Settings
+from nexus.demo import run_demo
+from nexus.nexus import Nexus
 from nexus.llm.scripted import ScriptedBackend
 from nexus.registry import Tool
 from nexus.router import ScoreGate
@@ -20,13 +23,13 @@ TIME_SERVER = Path(__file__).resolve().parents[2] / ".servers" / "mcp-server-tim
 pytestmark = pytest.mark.skipif(not TIME_SERVER.exists(), reason="run `bash scripts/install_servers.sh .servers` first")
 
 
-def slb_factory(registry):
-    slb = SemanticLookasideBuffer(HashEmbedder())
-    slb.sync(registry)
-    return slb
+def facade(tmp_path, backend, gate_factory):
+    """The facade the demo runs on, with deterministic parts: a hash embedder, a scripted LLM, the given gate."""
+    return Nexus.from_settings(Settings(cache_dir=tmp_path / "cache"), embedder=HashEmbedder(), backend=backend,
+                               gate_factory=gate_factory)
 
 
-def test_demo_calls_the_routed_tool_through_mcp():
+def test_demo_calls_the_routed_tool_through_mcp(tmp_path):
     backend = ScriptedBackend(arguments=['{"timezone": "Etc/UTC"}'], choices=["get_current_time"],
                               answers=["You're welcome."])
     distractor = Tool("get_weather", "Current weather for a city", {"type": "object", "properties": {
@@ -34,9 +37,9 @@ def test_demo_calls_the_routed_tool_through_mcp():
     servers = {"time": {"command": str(TIME_SERVER), "args": []}}
     from nexus.registry.servers import parse_servers_config
 
+    nexus = facade(tmp_path, backend, lambda slb, reg: ScoreGate(slb, no_tool_below=0.2))
     turns, n_tools, failed = anyio.run(lambda: run_demo(
-        parse_servers_config({"mcpServers": servers}, "test"), ["What is the current time in UTC?", "thanks"],
-        backend=backend, slb_factory=slb_factory, gate_factory=lambda slb, reg: ScoreGate(slb, no_tool_below=0.2),
+        nexus, parse_servers_config({"mcpServers": servers}, "test"), ["What is the current time in UTC?", "thanks"],
         extra_sources=lambda live: [("catalogue", [distractor])]))
     assert failed == {} and n_tools == 3  # get_current_time, convert_time, the catalogue distractor
     first = turns[0]
@@ -48,13 +51,13 @@ def test_demo_calls_the_routed_tool_through_mcp():
     assert "get_current_time" in text.export_text()
 
 
-def test_a_server_error_is_shown_not_raised():
+def test_a_server_error_is_shown_not_raised(tmp_path):
     backend = ScriptedBackend(arguments=['{"timezone": "Mars/Olympus"}'], choices=["get_current_time"])
     from nexus.registry.servers import parse_servers_config
 
     servers = parse_servers_config({"mcpServers": {"time": {"command": str(TIME_SERVER)}}}, "test")
-    turns, _, _ = anyio.run(lambda: run_demo(servers, ["What is the current time on Mars?"], backend=backend,
-                                             slb_factory=slb_factory, gate_factory=lambda slb, reg: ScoreGate(slb)))
+    nexus = facade(tmp_path, backend, lambda slb, reg: ScoreGate(slb))
+    turns, _, _ = anyio.run(lambda: run_demo(nexus, servers, ["What is the current time on Mars?"]))
     assert turns[0].result is None and "Mars/Olympus" in turns[0].error
 
 
@@ -62,8 +65,7 @@ def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
     """No gate anywhere: the demo trains one (self-supervised here: no BFCL folder), keeps it, loads it next time."""
     import torch
 
-    from nexus.cli.demo import demo_gate
-    from nexus.config import Settings
+    from nexus.demo import demo_gate
     from nexus.gate import BoundaryGate
     from nexus.gate.training import TrainConfig
     from nexus.slb import HashEmbedder, SemanticLookasideBuffer
@@ -74,7 +76,7 @@ def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
     reg, _ = _synthetic_registry()
     slb = SemanticLookasideBuffer(HashEmbedder())
     slb.sync(reg)
-    settings = Settings(cache_dir=tmp_path / "cache", data_dir=tmp_path / "no-data", top_k=6)
+    settings = Settings(cache_dir=tmp_path / "cache", data_dir=tmp_path / "no-data", gate={"k": 6})
     config = TrainConfig(max_length=48, max_steps=4, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.5,
                          self_per_tool=2, k=6)
     steps: list[str] = []
@@ -90,5 +92,5 @@ def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
     # opting out with no model: raw SLB scores, with a warning
     from nexus.router import ScoreGate
 
-    other = Settings(cache_dir=tmp_path / "empty", data_dir=tmp_path / "no-data", top_k=6)
+    other = Settings(cache_dir=tmp_path / "empty", data_dir=tmp_path / "no-data", gate={"k": 6})
     assert isinstance(demo_gate(slb, reg, other, None, False, 60.0, steps.append), ScoreGate)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from nexus.demo import demo_servers_config
 from nexus.errors import ConfigError, ServerError, ToolLoadError
 from nexus.registry import Registry
 from nexus.registry.servers import (
     HttpServer,
     McpHub,
     StdioServer,
-    demo_servers_config,
     load_servers,
     load_servers_config,
     parse_servers_config,

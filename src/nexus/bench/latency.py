@@ -238,8 +238,9 @@ def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int,
 def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasideBuffer,
                 gate_for: Callable[[SemanticLookasideBuffer, Registry], Gate], run_dir: Path,
                 max_arg_tokens: int = 256, progress: Callable[[str, int, int], None] | None = None,
-                paths: Sequence[str] = PATHS) -> dict[str, Any]:
-    """Run every case through the paths (default all three); write rows.jsonl and result.json into `run_dir`."""
+                paths: Sequence[str] = PATHS, k: int = 10) -> dict[str, Any]:
+    """Run every case through the paths (default all three); write rows.jsonl and result.json into `run_dir`.
+    `k`: the SLB candidates the gate sees (NEXUS_GATE_K)."""
     unknown = set(paths) - set(PATHS)
     if unknown or "nexus" not in paths:
         raise ValueError(f"paths must include 'nexus' and name only {', '.join(PATHS)}; got {', '.join(paths)}")
@@ -250,7 +251,7 @@ def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasi
         registry = Registry()
         registry.set_source("bench", case.tools)
         slb.sync(registry)
-        router = Router(registry, slb, gate_for(slb, registry), backend, max_arg_tokens=max_arg_tokens)
+        router = Router(registry, slb, gate_for(slb, registry), backend, k=k, max_arg_tokens=max_arg_tokens)
         caller = router.caller
         needed = full_schema_tokens(case, caller)
         rows = run_nexus(case, router)

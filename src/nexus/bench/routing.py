@@ -12,8 +12,6 @@ import numpy as np
 from nexus.bench.runfolder import percentile, write_jsonl
 from nexus.registry import Registry, load_registry
 from nexus.slb import SemanticLookasideBuffer
-from nexus.slb.embedders import Embedder
-from nexus.slb.index import HybridWeights
 from nexus.slb.quantize import top_k
 
 
@@ -77,34 +75,33 @@ def lookup_at_scale(slb: SemanticLookasideBuffer, queries: list[dict[str, Any]],
     return {"n_tools": n, "lookup_ms_p50": percentile(times, 50), "lookup_ms_p99": percentile(times, 99)}
 
 
-def build_slb(tools: Path | Sequence[Path], embedder: Embedder, weights: HybridWeights) -> tuple[Registry, SemanticLookasideBuffer, float]:
+def build_slb(tools: Path | Sequence[Path], nexus: Any) -> tuple[Registry, SemanticLookasideBuffer, float]:
+    """The registry of `tools` and its index (with fp32 rows kept for the INT8-vs-fp32 comparison), built with the
+    facade's embedder and weights; returns the build time too."""
     registry = load_registry(tools)
-    slb = SemanticLookasideBuffer(embedder, weights, keep_fp32=True)
+    slb = nexus.new_slb(keep_fp32=True)
     t0 = time.perf_counter()
     slb.sync(registry)
     return registry, slb, time.perf_counter() - t0
 
 
-def run_routing(tools: Path | Sequence[Path], queries_path: Path, embedder: Embedder, weights: HybridWeights, run_dir: Path,
-                gate: bool = False, gate_model: Path | None = None,
-                gate_settings: Any = None) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
-    """Evaluate one (tools, queries) pair; return the result and the built SLB and queries for reuse."""
+def run_routing(tools: Path | Sequence[Path], queries_path: Path, nexus: Any, run_dir: Path,
+                gate: bool = False) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
+    """Evaluate one (tools, queries) pair with the facade's parts (`nexus.Nexus`: embedder, weights and, with
+    `gate`, its trained gate); return the result and the built SLB and queries for reuse."""
     from nexus.datasets import read_query_records as read_queries
 
-    registry, slb, build_s = build_slb(tools, embedder, weights)
+    registry, slb, build_s = build_slb(tools, nexus)
     queries = read_queries(queries_path)
     result, rows = evaluate(slb, registry, queries)
     result["build_s"] = build_s
     write_jsonl(run_dir / f"per_query_{len(slb)}.jsonl", rows)
     if gate:
-        from nexus.config import GateSettings
-        from nexus.gate import BoundaryGate
-        from nexus.gate.bench import gate_metrics, load_gate
+        from nexus.gate.bench import gate_metrics
 
         sub_dir = run_dir / f"gate_{len(slb)}"
         sub_dir.mkdir(exist_ok=True)
-        boundary = BoundaryGate.from_settings(slb, registry, load_gate(gate_model), gate_settings or GateSettings())
-        result.update(gate_metrics(slb, registry, queries, boundary, sub_dir))
+        result.update(gate_metrics(slb, registry, queries, nexus.make_gate(slb, registry), sub_dir))
     return result, slb, queries
 
 

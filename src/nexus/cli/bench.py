@@ -36,7 +36,7 @@ def routing(
     from nexus.datasets.bfcl import build_dataset, write_dataset
     from nexus.bench.runfolder import new_run_dir, write_meta
     from nexus.config import Settings
-    from nexus.slb import HybridWeights, SentenceTransformerEmbedder
+    from nexus.nexus import Nexus
 
     settings = Settings()
     folder = new_run_dir(run_dir, "routing")
@@ -53,8 +53,7 @@ def routing(
         cases.append((tools, queries))
     else:
         raise typer.BadParameter("give --tools and --queries, or --sizes")
-    embedder = SentenceTransformerEmbedder(settings.embedder)
-    weights = HybridWeights(settings.lexical_weight, settings.name_bonus)
+    nexus = Nexus.from_settings(settings.with_gate_model(gate_model), require_gate=gate)
     if gate:  # the gate's latency is measured with the threads it runs with (NEXUS_GATE_THREADS)
         import torch
 
@@ -62,8 +61,7 @@ def routing(
     results = []
     for tools_path, queries_path in cases:
         err.print(f"[bold]routing[/] {', '.join(map(str, tools_path))}")
-        result, slb, loaded = bench.run_routing(tools_path, queries_path, embedder, weights, folder, gate=gate, gate_model=gate_model,
-                                                         gate_settings=settings.gate)
+        result, slb, loaded = bench.run_routing(tools_path, queries_path, nexus, folder, gate=gate)
         results.append(result)
         err.print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in result.items()})
     if scale:

@@ -16,16 +16,18 @@ app = typer.Typer(help="The calibrated cross-encoder boundary gate.", no_args_is
 err = Console(stderr=True)
 
 
-def _slb(registry, settings, cache: bool = True):
-    from nexus.slb import HybridWeights, SemanticLookasideBuffer, SentenceTransformerEmbedder
+def _nexus(registry, settings, cache: bool = True, model: Path | None = None, embedder=None):
+    """The facade over `registry` (the SLB kept in the cache when `cache`), deciding with the trained gate in
+    `model` / NEXUS_GATE_MODEL / the cache's default — an error if there is none."""
+    from nexus.nexus import Nexus
 
-    slb = SemanticLookasideBuffer(SentenceTransformerEmbedder(settings.embedder),
-                                  HybridWeights(settings.lexical_weight, settings.name_bonus))
-    if cache:
-        slb.open(settings.cache_dir / "gate" / f"slb-{registry.content_hash()[:16]}.idx", registry)
-    else:
-        slb.sync(registry)
-    return slb
+    index = settings.cache_dir / "gate" / f"slb-{registry.content_hash()[:16]}.idx" if cache else None
+    return Nexus.from_settings(settings.with_gate_model(model), registry=registry, index_path=index, embedder=embedder,
+                               require_gate=True)
+
+
+def _slb(registry, settings, cache: bool = True):
+    return _nexus(registry, settings, cache).sync().slb
 
 
 def _threads(n: int) -> None:
@@ -52,7 +54,6 @@ def train(
     from dataclasses import asdict, replace
 
     from nexus.config import Settings
-    from nexus.gate.probabilities import RiskTargets
     from nexus.gate.training import TrainConfig, train_gate
 
     settings = Settings()
@@ -60,11 +61,8 @@ def train(
     _threads(gs.training_threads())
     registry = load_registry(tools)
     turns = _labelled(queries, registry)
-    config = TrainConfig(base_model=str(base or gs.base_model) if (base or gs.base_model) else None, seed=seed,
-                         scorer=scorer or gs.scorer,
-                         k=gs.k, time_budget_s=time_budget,
-                         targets=RiskTargets(gs.risk_route, gs.risk_no_tool, gs.risk_shortlist, gs.shortlist_k,
-                                             no_tool_share=gs.no_tool_share))
+    gs = gs.model_copy(update={k: v for k, v in (("base_model", base), ("scorer", scorer)) if v is not None})
+    config = TrainConfig.from_settings(gs, seed=seed, time_budget_s=time_budget)
     if steps is not None:
         config = replace(config, max_steps=steps)
     if epochs is not None:
@@ -159,26 +157,21 @@ def evaluate(
     from nexus.datasets import read_query_records as read_queries
     from nexus.config import Settings
     from nexus.datasets.bfcl import bfcl_multi_call
-    from nexus.gate.bench import gate_metrics, load_gate, multi_call_metrics
-    from nexus.gate.gate import BoundaryGate
+    from nexus.gate.bench import gate_metrics, multi_call_metrics
     from nexus.registry import Registry
 
     settings = Settings()
-    gs = settings.gate
-    _threads(gs.threads)
-    gate_model = load_gate(model or gs.model)
+    _threads(settings.gate.threads)
     registry = load_registry([tools])
-    slb = _slb(registry, settings, cache=False)
+    view = _nexus(registry, settings, cache=False, model=model).sync()
     folder = run_dir or Path("runs") / f"gate-{tools.parent.name}"
-    gate = BoundaryGate.from_settings(slb, registry, gate_model, gs)
-    result = {"n_tools": len(registry), **gate_metrics(slb, registry, read_queries(queries), gate, folder)}
+    result = {"n_tools": len(registry), **gate_metrics(view.slb, registry, read_queries(queries), view.gate, folder)}
     if multi_src:
         mtools, mturns = bfcl_multi_call(multi_src)
         mreg = Registry()
         mreg.set_source("parallel_multiple", mtools)
-        mslb = _slb(mreg, settings, cache=False)
-        mgate = BoundaryGate.from_settings(mslb, mreg, gate_model, gs)
-        result.update({"multi_n_tools": len(mreg), **multi_call_metrics(mgate, mturns)})
+        mview = _nexus(mreg, settings, cache=False, model=model, embedder=view.slb.embedder).sync()
+        result.update({"multi_n_tools": len(mreg), **multi_call_metrics(mview.gate, mturns)})
     text = json.dumps(result, indent=2)
     (Path(folder) / "result.json").write_text(text, encoding="utf-8")
     if json_out:
@@ -195,16 +188,12 @@ def decide(
 ) -> None:
     """Decide one turn and print the Decision as JSON."""
     from nexus.config import Settings
-    from nexus.gate.bench import load_gate
-    from nexus.gate.gate import BoundaryGate
 
     settings = Settings()
-    gs = settings.gate
-    _threads(gs.threads)
+    _threads(settings.gate.threads)
     registry = load_registry(tools)
-    slb = _slb(registry, settings)
-    gate = BoundaryGate.from_settings(slb, registry, load_gate(model or gs.model), gs)
-    d = gate.decide(turn, history=history)
+    d = _nexus(registry, settings, model=model).route([*({"role": "user", "content": h} for h in history),
+                                                        {"role": "user", "content": turn}]).decision
     print(json.dumps({"action": d.action.value, "tool": d.tool, "p_top1": round(d.p_top1, 4), "p_no_tool": round(d.p_no_tool, 4),
                       "candidates": [{"key": h.key, "score": None if s != s else round(s, 3)}  # NaN: not reranked
                                      for h, s in zip(d.candidates, d.scores)],

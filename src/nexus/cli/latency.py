@@ -63,10 +63,8 @@ def latency(
     from nexus.bench.runfolder import new_run_dir, write_meta
     from nexus.config import Settings
     from nexus.errors import NexusError
-    from nexus.llm import make_backend
+    from nexus.nexus import Nexus
     from nexus.registry import load_tools_file
-    from nexus.router import load_gate
-    from nexus.slb import HybridWeights, SemanticLookasideBuffer, SentenceTransformerEmbedder
 
     settings = Settings()
     if n_ctx is not None:
@@ -84,19 +82,19 @@ def latency(
         folder = new_run_dir(run_dir, "latency")
         update, stop = progress_callback("bench latency")
         update("loading models", 0, 1)
-        backend = make_backend(settings)
+        settings = settings.with_gate_model(gate_model)
+        nexus = Nexus.from_settings(settings)
+        backend = nexus.backend
 
-        model_dir = gate_model or settings.gate_dir()
+        model_dir = settings.gate_dir()
         write_meta(folder, {"tools": tools, "queries": queries, "sizes": size_list, "limit": limit, "seed": seed,
                             "paths": path_list,
                             "n_ctx": backend.n_ctx, "model": backend.model_id, "max_arg_tokens": max_arg_tokens,
                             "gate_model": str(model_dir) if model_dir.is_dir() else None,
                             "settings": settings.model_dump(mode="json")})
-        slb = SemanticLookasideBuffer(SentenceTransformerEmbedder(settings.embedder),
-                                      HybridWeights(settings.lexical_weight, settings.name_bonus))
         try:
-            result = run_latency(cases, backend, slb, lambda s, r: load_gate(s, r, model_dir, k=settings.top_k, gate_settings=settings.gate),
-                                 folder, max_arg_tokens, progress=update, paths=path_list)
+            result = run_latency(cases, backend, nexus.new_slb(), nexus.make_gate, folder, max_arg_tokens,
+                                 progress=update, paths=path_list, k=settings.gate.k)
         finally:
             stop()
             backend.close()

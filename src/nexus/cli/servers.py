@@ -20,7 +20,8 @@ WORKSPACE_HELP = "folder the demo servers work in (git repo, demo.db, files); de
 
 def _specs(config: Path | None, workspace: Path | None) -> dict[str, Any]:
     from nexus.errors import NexusError
-    from nexus.registry.servers import demo_servers_config, load_servers_config, parse_servers_config
+    from nexus.demo import demo_servers_config
+    from nexus.registry.servers import load_servers_config, parse_servers_config
 
     try:
         if config is not None:
@@ -94,8 +95,7 @@ def call(
 @app.command("demo-config")
 def demo_config(workspace: Optional[Path] = typer.Option(None, help=WORKSPACE_HELP)) -> None:
     """Print the mcpServers config of the installed demo servers (save it and edit it as you like)."""
-    from nexus.registry.servers import demo_servers_config
-
+    from nexus.demo import demo_servers_config
     from nexus.errors import NexusError
 
     settings = Settings()

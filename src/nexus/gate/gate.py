@@ -161,7 +161,7 @@ class BoundaryGate:
             return
         shown = {h.key for h in ranked}
         scored = {hits[i].key: (hits[i], float(out.fused[i])) for i in out.order}
-        text_vec, *request_vecs = self.slb.embedder.embed([text, *requests])  # one batch for every embedding here
+        text_vec, *request_vecs = self.slb.embed_queries([text, *requests])  # remembered from the turn's one batch
         tops: list[str] = []
         for request, vec in zip(requests, request_vecs):
             tops += [h.key for h in self.slb.search(request, k=self.per_request, query_vec=vec) if h.key not in tops]

@@ -67,6 +67,16 @@ class TrainConfig:
     no_tool_twin: float | None = 0.75   # drop no-tool turns this close (query cosine) to a relevant turn; None keeps all
     targets: RiskTargets = field(default_factory=RiskTargets)
 
+    @classmethod
+    def from_settings(cls, gate_settings, **changes) -> "TrainConfig":
+        """The recipe `nexus.config.GateSettings` (NEXUS_GATE_*) describes — k, scorer, base model, risk targets —
+        with `changes` on top (e.g. `seed=1, max_steps=50`)."""
+        gs = gate_settings
+        config = cls(base_model=str(gs.base_model) if gs.base_model else None, scorer=gs.scorer, k=gs.k,
+                     targets=RiskTargets(gs.risk_route, gs.risk_no_tool, gs.risk_shortlist, gs.shortlist_k,
+                                         no_tool_share=gs.no_tool_share))
+        return dataclasses.replace(config, **changes)
+
 
 @dataclass(frozen=True)
 class TrainReport:

@@ -38,6 +38,7 @@ class Registry:
 
     _sources: dict[str, dict[str, Tool]] = field(default_factory=dict)
     _by_key: dict[str, Tool] = field(default_factory=dict)
+    _hash: str | None = field(default=None, repr=False)
 
     def set_source(self, origin: str, tools: Iterable[Tool]) -> RegistryDiff:
         """Replace everything from `origin` with `tools` and return what changed (by key and hash)."""
@@ -57,15 +58,18 @@ class Registry:
         return self._diff(before)
 
     def _rebuild(self) -> None:
+        # Keys are public names: a name outside the MCP character set is published as its safe alias.
         owners: dict[str, list[str]] = {}
         for origin, tools in self._sources.items():
-            for name in tools:
-                owners.setdefault(name, []).append(origin)
+            for tool in tools.values():
+                owners.setdefault(tool.public_name, []).append(origin)
         self._by_key = {}
         for origin, tools in self._sources.items():
-            for name, tool in tools.items():
+            for tool in tools.values():
+                name = tool.public_name
                 key = name if len(owners[name]) == 1 else f"{origin}.{name}"
                 self._by_key[key] = tool
+        self._hash = None
 
     def _diff(self, before: dict[str, str]) -> RegistryDiff:
         after = {k: t.content_hash for k, t in self._by_key.items()}
@@ -101,6 +105,8 @@ class Registry:
         by_name: dict[str, list[str]] = {}
         for key, tool in self._by_key.items():
             by_name.setdefault(tool.name, []).append(key)
+            if tool.public_name != tool.name:
+                by_name.setdefault(tool.public_name, []).append(key)
         mapping = {name: keys[0] for name, keys in by_name.items() if len(keys) == 1}
         mapping.update({key: key for key in self._by_key})
         return mapping
@@ -113,7 +119,10 @@ class Registry:
         return list(self._sources.get(origin, {}).values())
 
     def content_hash(self) -> str:
-        h = hashlib.sha256()
-        for key in sorted(self._by_key):
-            h.update(f"{key}\0{self._by_key[key].content_hash}\n".encode())
-        return h.hexdigest()
+        """One hash of every key and tool; computed once per change, not per call."""
+        if self._hash is None:
+            h = hashlib.sha256()
+            for key in sorted(self._by_key):
+                h.update(f"{key}\0{self._by_key[key].content_hash}\n".encode())
+            self._hash = h.hexdigest()
+        return self._hash

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import subprocess
 import tempfile
 import time
 from contextlib import AsyncExitStack
@@ -29,7 +27,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nexus.errors import ConfigError, ServerError, ToolLoadError
+from nexus.errors import ServerError, ToolLoadError
 from nexus.registry.files import read_json
 from nexus.registry.registry import Registry, RegistryDiff
 from nexus.registry.tool import Tool, check_tool
@@ -321,64 +319,3 @@ def call_server_tool(spec: ServerSpec, server: str, tool_name: str, arguments: M
             return await hub.call_tool(server, tool_name, arguments)
 
     return asyncio.run(run())
-
-
-def _npm_entry(servers_dir: Path, package: str) -> Path | None:
-    """The installed package's bin script, run with `node` (npx could try the network)."""
-    root = servers_dir / "npm" / "node_modules" / package
-    try:
-        manifest = json.loads((root / "package.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    bin_field = manifest.get("bin")
-    entry = bin_field if isinstance(bin_field, str) else next(iter((bin_field or {}).values()), None)
-    return (root / entry).resolve() if entry and (root / entry).is_file() else None
-
-
-def _demo_git_repo(repo: Path) -> None:
-    if (repo / ".git").exists():
-        return
-    repo.mkdir(parents=True, exist_ok=True)
-    (repo / "README.md").write_text("# Demo repository\n\nCreated by nexus for the mcp-server-git demo.\n")
-    ident = ["-c", "user.name=nexus", "-c", "user.email=nexus@localhost"]
-    for cmd in (["init", "-q"], ["add", "README.md"], [*ident, "commit", "-q", "-m", "Initial commit"]):
-        done = subprocess.run(["git", *cmd], cwd=repo, capture_output=True, text=True)
-        if done.returncode:
-            raise ConfigError(f"cannot create the demo git repo {repo}: git {cmd[-1]}: {done.stderr.strip()}")
-
-
-def demo_servers_config(servers_dir: Path, workspace: Path) -> dict[str, Any]:
-    """The mcpServers config for the servers `scripts/install_servers.sh` put in `servers_dir`.
-
-    Servers that are not installed (or whose runtime, git or node, is missing) are left out;
-    data they work on (a git repo, demo.db, memory.jsonl, the filesystem root) lives in `workspace`.
-    """
-    servers_dir, workspace = Path(servers_dir).resolve(), Path(workspace).resolve()
-    workspace.mkdir(parents=True, exist_ok=True)
-    servers: dict[str, Any] = {}
-
-    def script(package: str) -> str | None:
-        path = servers_dir / package / "bin" / package
-        return str(path) if path.is_file() else None
-
-    if exe := script("mcp-server-time"):
-        servers["time"] = {"command": exe, "args": []}
-    if (exe := script("mcp-server-git")) and shutil.which("git"):
-        _demo_git_repo(workspace / "repo")
-        servers["git"] = {"command": exe, "args": ["--repository", str(workspace / "repo")]}
-    if exe := script("mcp-server-sqlite"):
-        servers["sqlite"] = {"command": exe, "args": ["--db-path", str(workspace / "demo.db")]}
-    if exe := script("mcp-server-calculator"):
-        servers["calculator"] = {"command": exe, "args": []}
-    node = shutil.which("node")
-    if node and (entry := _npm_entry(servers_dir, "@modelcontextprotocol/server-filesystem")):
-        servers["filesystem"] = {"command": node, "args": [str(entry), str(workspace)]}
-    if node and (entry := _npm_entry(servers_dir, "@modelcontextprotocol/server-memory")):
-        servers["memory"] = {
-            "command": node,
-            "args": [str(entry)],
-            "env": {"MEMORY_FILE_PATH": str(workspace / "memory.jsonl")},
-        }
-    if not servers:
-        raise ConfigError(f"no demo MCP servers installed in {servers_dir}; run: bash scripts/install_servers.sh {servers_dir}")
-    return {"mcpServers": servers}

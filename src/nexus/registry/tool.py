@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
+import unicodedata
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 from jsonschema import exceptions as js_exceptions
@@ -12,7 +16,11 @@ from jsonschema import validators
 
 from nexus.errors import ToolLoadError
 
+log = logging.getLogger(__name__)
 MAX_NAME_CHARS = 128
+# The MCP tool-name character set (and OpenAI's, but for the dot). A name outside it ("get weather", "fs/read",
+# "météo") is kept as the server knows it (`Tool.name`) and published under a safe alias (`Tool.public_name`).
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 # A description longer than this is not documentation but payload (or an attack on the
 # context window); we refuse it instead of silently truncating what the LLM would read.
 MAX_DESCRIPTION_CHARS = 16_384
@@ -37,10 +45,17 @@ class Tool:
     input_schema: Mapping[str, Any] = field(hash=False)
     origin: str = ""
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
+        """Computed once per tool (the schema is treated as immutable once the tool exists)."""
         payload = canonical_json([self.name, self.description, self.input_schema])
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    @cached_property
+    def public_name(self) -> str:
+        """The name the registry, the LLM and clients see: `name` itself when it is in the MCP character set,
+        else a stable safe alias (`safe_alias`)."""
+        return self.name if SAFE_NAME.match(self.name) else safe_alias(self.name)
 
     @property
     def id(self) -> str:
@@ -49,6 +64,18 @@ class Tool:
 
     def to_mcp(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "inputSchema": dict(self.input_schema)}
+
+
+def safe_alias(name: str) -> str:
+    """A name in the MCP character set standing for `name`: accents dropped, other characters as `_`, and a short
+    hash of the original so two odd names never share an alias.
+
+    >>> safe_alias("get weather"), safe_alias("météo/prévision")
+    ('get_weather_dce387', 'meteo_prevision_e380c8')
+    """
+    ascii_text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", ascii_text).strip("_")[:48] or "tool"
+    return f"{stem}_{hashlib.sha256(name.encode('utf-8')).hexdigest()[:6]}"
 
 
 def check_tool(raw: Any, origin: str, where: str) -> Tool:
@@ -61,8 +88,8 @@ def check_tool(raw: Any, origin: str, where: str) -> Tool:
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ToolLoadError(f"{where}: tool has no name (every tool needs a non-empty 'name')")
-    if len(name) > MAX_NAME_CHARS or any(c.isspace() or not c.isprintable() for c in name):
-        raise ToolLoadError(f"{where}: tool name {name[:60]!r} must be <= {MAX_NAME_CHARS} printable chars without spaces")
+    if len(name) > MAX_NAME_CHARS:
+        raise ToolLoadError(f"{where}: tool name {name[:60]!r}... is over {MAX_NAME_CHARS} characters")
     where = f"{where} (tool {name!r})"
     description = raw.get("description") or ""
     if not isinstance(description, str):
@@ -75,7 +102,11 @@ def check_tool(raw: Any, origin: str, where: str) -> Tool:
     if schema is None:
         schema = {"type": "object", "properties": {}}
     check_schema(schema, where)
-    return Tool(name=name, description=description.strip(), input_schema=schema, origin=origin)
+    tool = Tool(name=name, description=description.strip(), input_schema=schema, origin=origin)
+    if tool.public_name != name:
+        log.warning("%s: the name is outside the MCP character set [A-Za-z0-9_.-]{1,64}; published as %r",
+                    where, tool.public_name)
+    return tool
 
 
 def check_schema(schema: Any, where: str) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -31,6 +33,7 @@ from nexus.slb.store import load_index, save_index
 
 log = logging.getLogger(__name__)
 QUANTISATION = {"scheme": "int8-symmetric-per-row", "qmax": 127, "accumulator": "int32"}
+QUERY_MEMO = 256  # recent query vectors kept: one turn's texts (turn, context, requests) are embedded once
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,26 @@ class SemanticLookasideBuffer:
         self.fp32: np.ndarray | None = None
         self.registry_hash = ""
         self._lexical: LexicalIndex | None = None
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of query texts: the ones not seen lately are embedded in one batch, and the last `QUERY_MEMO`
+        are remembered, so every stage of one turn (the lookup, the gate's follow-up context, each request of a
+        several-request turn, the fallback order) reuses one embedding instead of embedding the turn again."""
+        with self._queries_lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
+        if missing:
+            vectors = self.embedder.embed(missing)
+            with self._queries_lock:
+                for text, vec in zip(missing, vectors):
+                    self._queries[text] = vec
+                while len(self._queries) > max(QUERY_MEMO, len(texts)):
+                    self._queries.popitem(last=False)
+        with self._queries_lock:
+            for text in texts:
+                self._queries.move_to_end(text)
+            return np.stack([self._queries[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.float32)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -80,6 +103,11 @@ class SemanticLookasideBuffer:
 
     def _row_hash(self, text: str) -> str:
         return hashlib.sha256(f"{self.embedder.id}\0{text}".encode()).hexdigest()
+
+    def adopt_rows(self, other: "SemanticLookasideBuffer") -> None:
+        """Start from `other`'s embedded rows (same embedder): the next `sync` embeds only texts it lacks."""
+        if other.embedder.id == self.embedder.id and not self.keep_fp32:
+            self.row_hashes, self.codes, self.scales = list(other.row_hashes), other.codes, other.scales
 
     def sync(self, registry: Registry) -> SyncStats:
         """Make the table match the registry, embedding only tools whose text changed."""
@@ -118,7 +146,7 @@ class SemanticLookasideBuffer:
     def _channels(self, query: str, query_vec: np.ndarray | None, precision: str) -> tuple[np.ndarray, np.ndarray]:
         """(dense cosine, fused score) of every tool for one query."""
         if query_vec is None:
-            query_vec = self.embedder.embed([query])[0]
+            query_vec = self.embed_queries([query])[0]
         if precision == "fp32":
             if self.fp32 is None:
                 raise ValueError("fp32 scores need SemanticLookasideBuffer(keep_fp32=True)")

@@ -1,0 +1,238 @@
+"""The demo: real MCP servers (installed in `.servers`), their tools plus ~640 catalogue tools for scale, natural
+requests routed through the facade (SLB -> gate -> LLM), each chosen tool called through MCP.
+
+`run_demo` is the orchestration (async, every part injectable through the `Nexus` it is given, used by the tests);
+`demo_servers_config` is the mcpServers config of the installed demo servers; `demo_gate` finds, or trains on
+first use, the gate the demo decides with. `nexus demo` (cli/demo.py) renders the result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from nexus.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+# (server the request needs, request); {repo} and {workspace} are filled in with the demo's folders.
+DEMO_REQUESTS: tuple[tuple[str, str], ...] = (
+    ("time", "What time is it in Tokyo right now?"),
+    ("time", "Convert 16:30 from New York time to London time."),
+    ("calculator", "What is 12.5 * 8 + 3?"),
+    ("git", "Show me the commit log of the git repository at {repo}"),
+    ("sqlite", "Which tables are in the SQLite database?"),
+    ("filesystem", "List the files in the directory {workspace}"),
+    ("memory", "Search my knowledge graph for notes about Alice"),
+    ("", "Thanks, that's all for today!"),
+)
+SCALE_SOURCES = (("mcp", "livemcpbench", "tools.json"), ("mcp", "github-mcp-server"))
+
+
+@dataclass(frozen=True)
+class DemoTurn:
+    request: str
+    routed: Any                 # nexus.router.RoutedTurn
+    server: str | None          # where the call went (None: answered, invalid, or a catalogue-only tool)
+    result: str | None
+    error: str | None
+
+
+def scale_registry_tools(data_dir: Path, live_names: set[str]) -> list[tuple[str, list[Any]]]:
+    """(origin, tools) from the public MCP catalogues in `data_dir`, without copies of the live servers' tools."""
+    from nexus.errors import ToolLoadError
+    from nexus.registry import load_tools_file
+
+    sources = []
+    for parts in SCALE_SOURCES:
+        path = Path(data_dir, *parts)
+        if not path.exists():
+            continue
+        try:
+            tools = load_tools_file(path)
+        except ToolLoadError as exc:
+            log.warning("scale registry: %s", exc)
+            continue
+        by_origin: dict[str, list[Any]] = {}
+        for tool in tools:
+            if tool.name not in live_names:  # the catalogues list the same servers the demo runs live
+                by_origin.setdefault(tool.origin, []).append(tool)
+        sources += [(f"catalogue:{origin}", group) for origin, group in by_origin.items()]
+    return sources
+
+
+async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str], *,
+                   extra_sources: Callable[[set[str]], list] = lambda names: [],
+                   step: Callable[[str], None] = lambda what: None) -> tuple[list[DemoTurn], int, dict[str, str]]:
+    """Start `servers` through the facade (`nexus.Nexus`), add the catalogue sources, route and call every
+    request; returns (turns, tools, server errors)."""
+    from nexus.errors import ServerError
+
+    step("starting MCP servers")
+    async with nexus.connect(servers, sync=False):
+        hub, registry = nexus.hub, nexus.registry
+        failed = {name: str(s.error) for name, s in hub.statuses.items() if not s.ok}
+        for origin, tools in extra_sources({t.name for t in hub.tools()}):
+            registry.set_source(origin, tools)
+        step(f"indexing {len(registry)} tools and loading the gate")
+        nexus.sync()
+        step("warming the LLM")
+        nexus.warm()
+        turns, history = [], []
+        for number, request in enumerate(requests, 1):
+            step(f"turn {number}/{len(requests)}: {request[:50]}")
+            routed = nexus.respond_turn(request, history[-2:])
+            call = routed.call
+            server = result = error = None
+            if call.tool is not None and call.valid:
+                tool = registry.get(call.tool)
+                if tool.origin in hub.servers:
+                    server = tool.origin
+                    try:
+                        result = await nexus.call(call.tool, call.arguments)
+                    except ServerError as exc:
+                        error = str(exc)
+                else:
+                    error = f"{call.tool} is a catalogue tool (from {tool.origin}); no live server to call"
+            elif call.tool is None and call.answer is None:
+                error = "; ".join(call.errors) or "no valid call"
+            elif call.tool is not None:
+                error = "invalid arguments: " + "; ".join(call.errors)
+            turns.append(DemoTurn(request, routed, server, result, error))
+            history.append(routed.exchange(result if result is not None else error))
+        return turns, len(registry), failed
+
+
+def demo_gate(slb: Any, registry: Any, settings: Any, model_dir: Path | None, train: bool, budget_s: float,
+              step: Callable[[str], None], config: Any = None) -> Any:
+    """The gate the demo decides with: a trained model when one exists (the given folder, NEXUS_GATE_MODEL, the
+    cache's default, or the demo's own), else with `train` (the default) one trained now, on first use, within
+    `budget_s` seconds and kept in the cache, else raw SLB scores (`ScoreGate`)."""
+    from nexus.errors import ConfigError
+    from nexus.router import ScoreGate, load_gate
+
+    if model_dir is not None and not Path(model_dir).is_dir():
+        raise ConfigError(f"--gate-model {model_dir} is not a folder; train one with `nexus gate train --out {model_dir}`")
+    own = settings.cache_dir / "gate" / "demo"
+    for candidate in (model_dir, settings.gate.model, settings.default_gate_dir(), own):
+        if candidate is not None and Path(candidate).is_dir():
+            return load_gate(slb, registry, Path(candidate), gate_settings=settings.gate)
+    if not train:
+        log.warning("no trained gate found: deciding on raw SLB scores (uncalibrated); train one with "
+                    "`nexus gate train` or run `nexus demo --train-gate`")
+        return ScoreGate(slb, k=settings.gate.k, shortlist_k=settings.gate.shortlist_k)
+    return _train_demo_gate(slb, registry, settings, own, budget_s, step, config)
+
+
+def _train_demo_gate(slb: Any, registry: Any, settings: Any, out: Path, budget_s: float, step: Callable[[str], None],
+                     config: Any = None) -> Any:
+    """First-use training: self-supervised on the demo registry's own tools, plus BFCL's labelled turns
+    (irrelevance as no-tool turns) when the data folder exists — the demo's tools are none of BFCL's, so those
+    teach the general skill and calibrate it on held-out BFCL tools."""
+    from dataclasses import replace
+
+    from nexus.datasets import LabelledTurn
+    from nexus.gate.training import TrainConfig, train_gate
+    from nexus.registry import Registry
+    from nexus.router import ScoreGate, load_gate
+
+    train_registry, train_slb, turns = registry, slb, []
+    bfcl = settings.data_dir / "bfcl"
+    if bfcl.is_dir():
+        from nexus.datasets.bfcl import bfcl_training_pool
+        from nexus.registry.tool import check_tool
+        from nexus.slb import SemanticLookasideBuffer
+
+        step("first run: building the gate's training data from BFCL")
+        tools, rows, _ = bfcl_training_pool(bfcl, [])
+        train_registry = Registry()
+        for source in registry.sources():
+            train_registry.set_source(source, registry.source_tools(source))
+        train_registry.set_source("bfcl", [check_tool(t, "bfcl", t["name"]) for t in tools])
+        names = {tool.name: key for key, tool in train_registry.items() if tool.origin == "bfcl"}
+        train_slb = SemanticLookasideBuffer(slb.embedder, slb.weights)
+        train_slb.open(settings.cache_dir / "demo" / "gate-train-slb.idx", train_registry)
+        turns = [LabelledTurn(str(r["id"]), r["query"], (names.get(r["tool"], r["tool"]),) if r["tool"] else ()) for r in rows]
+
+    def progress(stage: str, done: int, total: int, loss: float) -> None:
+        step(f"first run: training the gate ({stage} {done}/{total}, at most {budget_s:.0f} s)")
+
+    config = replace(config or TrainConfig.from_settings(settings.gate), time_budget_s=budget_s)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(settings.gate.training_threads())
+    try:
+        train_gate(train_registry, train_slb, turns, True, config, out, progress=progress)
+    except Exception as exc:  # noqa: BLE001 - the demo goes on without a gate, and says why
+        log.warning("gate training failed (%s); deciding on raw SLB scores", exc)
+        return ScoreGate(slb, k=settings.gate.k, shortlist_k=settings.gate.shortlist_k)
+    finally:
+        torch.set_num_threads(threads)
+    return load_gate(slb, registry, out, gate_settings=settings.gate)
+
+
+def _npm_entry(servers_dir: Path, package: str) -> Path | None:
+    """The installed package's bin script, run with `node` (npx could try the network)."""
+    root = servers_dir / "npm" / "node_modules" / package
+    try:
+        manifest = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    bin_field = manifest.get("bin")
+    entry = bin_field if isinstance(bin_field, str) else next(iter((bin_field or {}).values()), None)
+    return (root / entry).resolve() if entry and (root / entry).is_file() else None
+
+
+def _demo_git_repo(repo: Path) -> None:
+    if (repo / ".git").exists():
+        return
+    repo.mkdir(parents=True, exist_ok=True)
+    (repo / "README.md").write_text("# Demo repository\n\nCreated by nexus for the mcp-server-git demo.\n")
+    ident = ["-c", "user.name=nexus", "-c", "user.email=nexus@localhost"]
+    for cmd in (["init", "-q"], ["add", "README.md"], [*ident, "commit", "-q", "-m", "Initial commit"]):
+        done = subprocess.run(["git", *cmd], cwd=repo, capture_output=True, text=True)
+        if done.returncode:
+            raise ConfigError(f"cannot create the demo git repo {repo}: git {cmd[-1]}: {done.stderr.strip()}")
+
+
+def demo_servers_config(servers_dir: Path, workspace: Path) -> dict[str, Any]:
+    """The mcpServers config for the servers `scripts/install_servers.sh` put in `servers_dir`.
+
+    Servers that are not installed (or whose runtime, git or node, is missing) are left out;
+    data they work on (a git repo, demo.db, memory.jsonl, the filesystem root) lives in `workspace`.
+    """
+    servers_dir, workspace = Path(servers_dir).resolve(), Path(workspace).resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    servers: dict[str, Any] = {}
+
+    def script(package: str) -> str | None:
+        path = servers_dir / package / "bin" / package
+        return str(path) if path.is_file() else None
+
+    if exe := script("mcp-server-time"):
+        servers["time"] = {"command": exe, "args": []}
+    if (exe := script("mcp-server-git")) and shutil.which("git"):
+        _demo_git_repo(workspace / "repo")
+        servers["git"] = {"command": exe, "args": ["--repository", str(workspace / "repo")]}
+    if exe := script("mcp-server-sqlite"):
+        servers["sqlite"] = {"command": exe, "args": ["--db-path", str(workspace / "demo.db")]}
+    if exe := script("mcp-server-calculator"):
+        servers["calculator"] = {"command": exe, "args": []}
+    node = shutil.which("node")
+    if node and (entry := _npm_entry(servers_dir, "@modelcontextprotocol/server-filesystem")):
+        servers["filesystem"] = {"command": node, "args": [str(entry), str(workspace)]}
+    if node and (entry := _npm_entry(servers_dir, "@modelcontextprotocol/server-memory")):
+        servers["memory"] = {
+            "command": node,
+            "args": [str(entry)],
+            "env": {"MEMORY_FILE_PATH": str(workspace / "memory.jsonl")},
+        }
+    if not servers:
+        raise ConfigError(f"no demo MCP servers installed in {servers_dir}; run: bash scripts/install_servers.sh {servers_dir}")
+    return {"mcpServers": servers}
