@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
 from nexus.bench.latency import Case, args_match, build_cases, plot_latency, run_latency, summarise, value_matches
+from nexus.llm.calls import ToolCaller
 from nexus.llm.scripted import ScriptedBackend
-from nexus.registry import Tool
+from nexus.registry import Registry, Tool
 from nexus.router import ScoreGate
 from nexus.slb import HashEmbedder, SemanticLookasideBuffer
 
@@ -57,7 +59,7 @@ def test_cases_are_nested_and_keep_the_same_queries():
 def test_overflow_is_reported_per_path_never_truncated():
     case = Case(2, tuple(tools(2)), tuple(queries([0])))
     rows = [{"path": "nexus", "ttfat_ms": 100.0, "total_ms": 150.0, "context_tokens": 50, "tool_ok": True,
-             "args_ok": False, "decision": "route"}]
+             "args_ok": False, "decision": "route", "full_prompt_tokens": 5000, "valid": True, "valid_ms": 150.0}]
     summary = summarise(case, rows, needed=5000, n_ctx=4096)
     for metric in ("ttfat_ms_p50", "context_tokens", "tool_accuracy", "arg_accuracy"):
         assert summary[metric]["full_cold"] == "overflow" and summary[metric]["full_warm"] == "overflow"
@@ -79,12 +81,34 @@ def test_run_latency_writes_the_specified_shape(tmp_path):
         assert size["context_tokens"]["nexus"] < size["context_tokens"]["full_cold"]
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert {r["path"] for r in rows} == {"nexus", "full_cold", "full_warm"} and len(rows) == 2 * 3 * 2
-    # the warm baseline prefilled only the turn; the cold one everything
+    # the warm baseline prefilled only the turn; the cold one the schemas and the turn, but not the few-shot header
+    # (the routed path has that header warm, so the cold baseline must not pay for it either)
     cold = [r for r in rows if r["path"] == "full_cold"]
     warm = [r for r in rows if r["path"] == "full_warm"]
     assert all(w["prefilled_tokens"] < c["prefilled_tokens"] for w, c in zip(warm, cold))
+    header = backend.count_tokens(ToolCaller(backend, Registry()).prompts.tools_prefix(()))  # BOS included
+    assert all(c["prefilled_tokens"] == c["context_tokens"] - header for c in cold)
+    # the context saving is per turn, against the real full-schema prompt of that turn
+    nexus = [r for r in rows if r["path"] == "nexus" and r["n_tools"] == 12]
+    assert all(r["full_prompt_tokens"] == c["context_tokens"] for r, c in zip(nexus, cold[-2:]))
+    assert result["sizes"][1]["context_reduction_vs_full"] == pytest.approx(
+        statistics.median(1 - r["context_tokens"] / r["full_prompt_tokens"] for r in nexus), abs=1e-4)
     assert json.loads((tmp_path / "result.json").read_text()) == result
     assert plot_latency(tmp_path).stat().st_size > 1000
+
+
+def test_baselines_get_the_same_one_repair_and_report_time_to_a_valid_call(tmp_path):
+    cases = build_cases(tools(6), queries([2]), [6], limit=1)
+    # every path: the first arguments are rejected (not an object), the repair is valid
+    backend = ScriptedBackend(arguments=['"hello"', '{"q": "hello"}', '"hello"', '{"q": "hello"}',
+                                         '"hello"', '{"q": "hello"}'], choices=["tool_2"])
+    run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s), tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert {r["path"] for r in rows} == {"nexus", "full_cold", "full_warm"}
+    for row in rows:
+        assert row["valid"] and row["attempts"] == 2 and row["args_ok"], row
+        # TTFAT of the call returned (the repair's) comes after the first attempt's; the valid call after both
+        assert row["ttfat_ms"] > row["ttfat_first_ms"] and row["valid_ms"] >= row["ttfat_ms"]
 
 
 def test_overflowing_sizes_skip_the_full_paths(tmp_path):

@@ -34,7 +34,30 @@ def test_evaluate_reports_the_interface_keys(tmp_path):
     assert len(rows) == 11
     scale = lookup_at_scale(slb, queries, 500, limit=5)
     assert scale["n_tools"] == 500 and scale["lookup_ms_p50"] > 0
-    assert plot_sweep(tmp_path, [result, result]).exists()
+    plot = plot_sweep(tmp_path, [result, result])
+    assert plot.stat().st_size > 5000 and plot.read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((tmp_path / "sweep.json").read_text())[0]["top1"] == 1.0
+
+
+def test_ties_go_against_the_gold_tool():
+    import numpy as np
+
+    from nexus.bench.routing import rank_of
+
+    assert rank_of(np.array([0.3, 0.3, 0.3]), 0) == 3 and rank_of(np.array([0.1, 0.3, 0.2]), 1) == 1
+
+
+def test_missing_gold_tools_are_counted(tmp_path):
+    tools = [{"name": n, "description": "same words here", "inputSchema": {"type": "object"}} for n in ("aa", "bb")]
+    (tmp_path / "tools.json").write_text(json.dumps(tools))
+    registry = load_registry(tmp_path / "tools.json")
+    slb = SemanticLookasideBuffer(HashEmbedder(), keep_fp32=True)
+    slb.sync(registry)
+    queries = [{"id": "1", "query": "same words here", "tool": "aa"}, {"id": "2", "query": "same words here", "tool": "bb"},
+               {"id": "3", "query": "x", "tool": "not_in_registry"}, {"id": "4", "query": "hi", "tool": None}]
+    result, rows = evaluate(slb, registry, queries)
+    assert [r["id"] for r in rows if r["gold"] is None] == ["3", "4"]
+    assert result["n_gold_missing"] == 1 and result["n_no_tool"] == 1 and result["n_queries"] == 2
 
 
 def test_data_command_and_routing_command_end_to_end(data_dir, tmp_path):

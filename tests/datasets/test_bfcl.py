@@ -26,3 +26,18 @@ def test_protocol_invariants(data_dir, tmp_path):
     assert read_query_records(tmp_path / "queries.jsonl") == queries
     again = build_dataset(data_dir / "bfcl", 250, seed=3, no_tool=20)
     assert json.dumps(again) == json.dumps((tools, queries))  # fixed seed, same dataset
+
+
+def test_a_dev_split_shares_no_tool_family_description_or_query_with_the_test_split(data_dir):
+    from nexus.registry.tool import Tool
+
+    test_tools, test_queries = build_dataset(data_dir / "bfcl", 120, seed=0, no_tool=20)
+    exclude = [Tool(t["name"], t["description"], t["inputSchema"], "test") for t in test_tools]
+    dev_tools, dev_queries = build_dataset(data_dir / "bfcl", 120, seed=1, no_tool=20, exclude_tools=exclude,
+                                           exclude_ids=[q["id"] for q in test_queries])
+    assert len(dev_tools) == 120 and sum(q["tool"] is None for q in dev_queries) == 20
+    assert not {t["name"] for t in dev_tools} & {t["name"] for t in test_tools}
+    assert not {family(t["name"]) for t in dev_tools} & {family(t["name"]) for t in test_tools}
+    norm = lambda t: " ".join(t["description"].lower().split())  # noqa: E731
+    assert not {norm(t) for t in dev_tools} & {norm(t) for t in test_tools}
+    assert not {q["id"] for q in dev_queries} & {q["id"] for q in test_queries}

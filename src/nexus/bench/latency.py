@@ -4,8 +4,15 @@ For every registry size N (nested subsets of the tools file: the sampled queries
 seeded distractors), the same queries run through three paths on the same backend:
 
 - `nexus`: SLB -> gate -> LLM path (routed schema or shortlist signatures), the few-shot header warm;
-- `full_cold`: every full schema in the prompt, prefilled from scratch each turn (KV dropped before it);
+- `full_cold`: every full schema in the prompt, prefilled each turn behind the same warm few-shot header
+  (the KV is cut back to the header before each turn, so no path gets the header for free);
 - `full_warm`: every full schema as a cached prefix; only the turn is prefilled.
+
+Every path gets the same one repair of a rejected call (the routed path then falls back to all schemas).
+Per turn a row holds `ttfat_ms` (from receiving the turn to the first argument token of the attempt that
+produced the returned call), `ttfat_first_ms` (of the first attempt) and `valid_ms` (to a *valid* call, repairs
+and fallbacks included; null when none was valid). `full_prompt_tokens` is the prompt the full-schema path
+would have had for that very turn, so `context_reduction_vs_full` is a median of per-turn ratios of real prompts.
 
 Full-schema paths that do not fit the context report "overflow" (never truncated). Arguments are scored
 with BFCL's answer semantics (each value in its allowed list; `""` allowed means it may be omitted;
@@ -142,48 +149,66 @@ def build_cases(tools: Sequence[Tool], queries: Sequence[dict[str, Any]], sizes:
 
 
 # -- the three paths -------------------------------------------------------------------------------
-def _row(case: Case, path: str, q: dict[str, Any], tool: str | None, arguments: Any, valid: bool, ttfat_ms: float | None,
-         total_ms: float, context_tokens: int, prefilled: int, **extra: Any) -> dict[str, Any]:
+def _ms(t: float | None, start: float) -> float | None:
+    return (t - start) * 1000 if t is not None else None
+
+
+def _row(case: Case, path: str, q: dict[str, Any], tool: str | None, arguments: Any, valid: bool, start: float,
+         t_call_first_arg: float | None, t_first_arg: float | None, t_end: float, context_tokens: int, prefilled: int,
+         **extra: Any) -> dict[str, Any]:
     return {"n_tools": case.n_tools, "path": path, "id": q.get("id"), "query": q["query"], "gold": q["tool"],
             "tool": tool, "arguments": arguments, "valid": valid, "tool_ok": tool == q["tool"],
             "args_ok": tool == q["tool"] and args_match(arguments, q.get("arguments") or {}),
-            "ttfat_ms": ttfat_ms, "total_ms": total_ms, "context_tokens": context_tokens, "prefilled_tokens": prefilled,
-            **extra}
+            "ttfat_ms": _ms(t_call_first_arg, start), "ttfat_first_ms": _ms(t_first_arg, start),
+            "valid_ms": _ms(t_end, start) if valid else None, "total_ms": _ms(t_end, start),
+            "context_tokens": context_tokens, "prefilled_tokens": prefilled, **extra}
+
+
+def full_prompt_tokens(caller: ToolCaller, turn: str, lines: Sequence[str], tool: str) -> int:
+    """Tokens of the arguments prompt that shows every full schema for this turn and tool (what the routed
+    arguments prompt, `context_tokens`, is compared with)."""
+    return caller.backend.count_tokens(caller.prompts.arguments_prompt(caller.prompts.call_prompt(turn, lines), tool))
 
 
 def run_nexus(case: Case, router: Router) -> list[dict[str, Any]]:
     router.backend.reset()
     router.warm()
+    lines = router.caller.tool_lines([tool.name for tool in case.tools], "schema")
     rows = []
     for q in case.queries:
+        start = time.perf_counter()
         routed = router.route(q["query"])
         call = routed.call
-        rows.append(_row(case, "nexus", q, call.tool, call.arguments, call.valid, routed.timings.ttfat_ms,
-                         routed.timings.total_ms, routed.context_tokens, call.prefilled_tokens,
+        rows.append(_row(case, "nexus", q, call.tool, call.arguments, call.valid, start, call.t_call_first_arg,
+                         call.t_first_arg, call.t_end or time.perf_counter(), routed.context_tokens, call.prefilled_tokens,
+                         full_prompt_tokens=full_prompt_tokens(router.caller, q["query"], lines, call.tool or q["tool"]),
                          decision=routed.decision.action.value, path_used=call.path.value, attempts=call.attempts,
                          slb_ms=routed.timings.slb_ms, gate_ms=routed.timings.gate_ms, p_top1=routed.decision.p_top1))
     return rows
 
 
 def run_full(case: Case, caller: ToolCaller, warm: bool) -> list[dict[str, Any]]:
-    """Every full schema in the prompt, in name order (neutral: the case lists gold tools first); cold drops the
-    KV before each turn, warm keeps the schema prefix."""
+    """Every full schema in the prompt, in name order (neutral: the case lists gold tools first), with the same
+    one repair the routed path gets. Cold cuts the KV back to the warm few-shot header before each turn (the
+    routed path has that header warm too); warm keeps the whole schema prefix."""
     keys = sorted(tool.name for tool in case.tools)
     lines = caller.tool_lines(keys, "schema")
     backend = caller.backend
-    backend.reset()
-    if warm:
-        backend.prefill(caller.prompts.tools_prefix(lines))
+    header = caller.prompts.tools_prefix(())
     rows = []
     for q in case.queries:
-        if not warm:
+        if not warm or not rows:
             backend.reset()
+            backend.prefill(caller.prompts.tools_prefix(lines) if warm else header)
         start = time.perf_counter()
-        attempt = caller.attempt(q["query"], keys, "schema")
-        gen = attempt.generation
-        rows.append(_row(case, "full_warm" if warm else "full_cold", q, attempt.key, attempt.arguments,
-                         attempt.error is None, (gen.t_first_token - start) * 1000, (gen.t_end - start) * 1000,
-                         gen.prompt_tokens, attempt.prefilled_tokens))
+        first = caller.attempt(q["query"], keys, "schema")
+        arguments, error, gen, attempts = first.arguments, first.error, first.generation, 1
+        if error is not None:
+            arguments, error, gen = caller.repair(q["query"], first)
+            attempts = 2
+        rows.append(_row(case, "full_warm" if warm else "full_cold", q, first.key, arguments, error is None, start,
+                         gen.t_first_token, first.generation.t_first_token, gen.t_end, first.generation.prompt_tokens,
+                         first.prefilled_tokens, attempts=attempts))
     return rows
 
 
@@ -198,6 +223,12 @@ def full_schema_tokens(case: Case, caller: ToolCaller) -> int:
 def _p50(rows: list[dict[str, Any]], field: str) -> float | None:
     values = [r[field] for r in rows if r.get(field) is not None]
     return round(percentile(values, 50), 2) if values else None
+
+
+def _spread(rows: list[dict[str, Any]], field: str) -> list[float] | None:
+    """[p25, p75] of a field: the spread beside each p50."""
+    values = [r[field] for r in rows if r.get(field) is not None]
+    return [round(percentile(values, 25), 2), round(percentile(values, 75), 2)] if values else None
 
 
 def _share(rows: list[dict[str, Any]], field: str) -> float | None:
@@ -217,9 +248,15 @@ def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int,
     nexus, cold = ttfat["nexus"], ttfat["full_cold"]
     speedup = OVERFLOW if cold == OVERFLOW else (round(cold / nexus, 2) if cold and nexus else None)  # null: not run
     tool_ok = [r for r in by_path["nexus"] if r["tool_ok"]]
+    reductions = [1 - r["context_tokens"] / r["full_prompt_tokens"] for r in by_path["nexus"] if r.get("full_prompt_tokens")]
     return {
         "n_tools": case.n_tools,
         "ttfat_ms_p50": ttfat,
+        "ttfat_ms_iqr": metric(lambda rs: _spread(rs, "ttfat_ms")),
+        "ttfat_first_ms_p50": metric(lambda rs: _p50(rs, "ttfat_first_ms")),
+        "valid_ms_p50": metric(lambda rs: _p50(rs, "valid_ms")),
+        "valid_ms_iqr": metric(lambda rs: _spread(rs, "valid_ms")),
+        "valid_share": metric(lambda rs: _share(rs, "valid")),
         "context_tokens": metric(lambda rs: _p50(rs, "context_tokens")),
         "tool_accuracy": metric(lambda rs: _share(rs, "tool_ok")),
         "arg_accuracy": metric(lambda rs: _share(rs, "args_ok")),
@@ -227,8 +264,9 @@ def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int,
         "n_queries": len(case.queries),
         "full_schema_tokens": needed,
         "n_ctx": n_ctx,
-        "context_reduction_vs_full": round(1 - _p50(by_path["nexus"], "context_tokens") / needed, 4)
-        if by_path["nexus"] else None,
+        "full_prompt_tokens_p50": _p50(by_path["nexus"], "full_prompt_tokens"),
+        "context_reduction_vs_full": round(percentile(reductions, 50), 4) if reductions else None,
+        "context_reduction_range": [round(min(reductions), 4), round(max(reductions), 4)] if reductions else None,
         "total_ms_p50": metric(lambda rs: _p50(rs, "total_ms")),
         "arg_accuracy_given_tool": {"nexus": _share(tool_ok, "args_ok")},
         "decisions": dict(Counter(r["decision"] for r in by_path["nexus"])),

@@ -16,7 +16,14 @@ from nexus.slb.quantize import top_k
 
 
 def rank_of(scores: np.ndarray, index: int) -> int:
-    return int(1 + np.sum(scores > scores[index]))
+    """1-based rank of `index`; ties are broken against it (pessimistic): a tool tied with the gold one ranks first.
+
+    >>> rank_of(np.array([0.5, 0.9, 0.9, 0.1]), 2)
+    2
+    >>> rank_of(np.array([0.9, 0.9]), 0)
+    2
+    """
+    return int(np.sum(scores >= scores[index]))
 
 
 def evaluate(slb: SemanticLookasideBuffer, registry: Registry, queries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict]]:

@@ -77,3 +77,40 @@ def routing(
     else:
         print(text)
     err.print(f"run folder: {folder}")
+
+
+@app.command("constants")
+def constants(
+    tools: list[Path] = typer.Option(..., help="the DEV registry's tools (never the test registry's)"),
+    queries: Path = typer.Option(..., help="the DEV queries JSONL (relevant and tool: null turns)"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here"),
+    run_dir: Optional[Path] = typer.Option(None, help="run folder (default: runs/<time>-constants)"),
+) -> None:
+    """Choose the SLB fusion constants and the fallback ScoreGate's margins on a dev split (see bench/constants.py).
+
+    Example: nexus data bfcl --size 250 --out T; nexus data bfcl --size 250 --seed 1 --exclude T --no-tool 200 --out D;
+    nexus bench constants --tools D/tools.json --queries D/queries.jsonl
+    """
+    from nexus.bench import constants as bench
+    from nexus.bench.routing import build_slb
+    from nexus.bench.runfolder import new_run_dir, write_jsonl, write_meta
+    from nexus.config import Settings
+    from nexus.datasets import read_query_records
+    from nexus.slb import HybridWeights, SentenceTransformerEmbedder
+
+    settings = Settings()
+    folder = new_run_dir(run_dir, "constants")
+    write_meta(folder, {"tools": tools, "queries": queries, "settings": settings.model_dump(mode="json")})
+    registry, slb, _ = build_slb(tools, SentenceTransformerEmbedder(settings.embedder), HybridWeights())
+    records = read_query_records(queries)
+    grid = bench.fusion_grid(slb, registry, records)
+    write_jsonl(folder / "fusion_grid.jsonl", grid)
+    best = bench.best_fusion(grid)
+    slb.weights = HybridWeights(best["lexical_weight"], best["name_bonus"])
+    result = {"n_tools": len(slb), "fusion": best, "score_gate": bench.score_gate_margins(slb, registry, records)}
+    text = json.dumps(result, indent=2)
+    (folder / "result.json").write_text(text, encoding="utf-8")
+    if json_out:
+        json_out.write_text(text, encoding="utf-8")
+    print(text)
+    err.print(f"run folder: {folder}")

@@ -12,7 +12,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from nexus.datasets.queries import family, norm_description, tool_disjoint
 from nexus.errors import NexusError, ToolLoadError
@@ -80,17 +80,24 @@ def to_mcp(fn: dict) -> dict:
 
 
 class _Picker:
-    """Accepts functions under the protocol's uniqueness rules."""
+    """Accepts functions under the protocol's uniqueness rules; `exclude` (tools of another registry, e.g. the
+    test registry when building a dev one) blocks their names, SGD families and descriptions too."""
 
-    def __init__(self) -> None:
+    def __init__(self, exclude: Iterable[Tool] = ()) -> None:
         self.names: dict[str, str] = {}
         self.families: set[str] = set()
         self.descriptions: set[str] = set()
         self.tools: list[dict] = []
+        self.blocked_names = set()
+        for tool in exclude:
+            self.blocked_names.add(tool.name)
+            self.families.add(family(tool.name))
+            self.descriptions.add(norm_description(tool.description))
 
     def try_add(self, fn: dict) -> bool:
         name = fn.get("name")
-        if not name or name in self.names or family(name) in self.families or norm_description(fn.get('description', '')) in self.descriptions:
+        if (not name or name in self.names or name in self.blocked_names or family(name) in self.families
+                or norm_description(fn.get('description', '')) in self.descriptions):
             return False
         self.names[name] = canonical_json(fn)
         self.families.add(family(name))
@@ -99,13 +106,18 @@ class _Picker:
         return True
 
 
-def build_dataset(src: Path, size: int, seed: int = 0, no_tool: int = 0) -> tuple[list[dict], list[dict]]:
-    """Return (tools in MCP tools/list form, queries) for a registry of `size` tools."""
+def build_dataset(src: Path, size: int, seed: int = 0, no_tool: int = 0, exclude_tools: Iterable[Tool] = (),
+                  exclude_ids: Iterable[str] = ()) -> tuple[list[dict], list[dict]]:
+    """Return (tools in MCP tools/list form, queries) for a registry of `size` tools.
+
+    A dev registry for choosing constants: another seed, `exclude_tools` = the test registry's tools (no
+    shared name, SGD family or description) and `exclude_ids` = the test queries' ids (no shared turn)."""
     rng = random.Random(seed)
-    items = load_single_call(src)
+    skip = set(exclude_ids)
+    items = [item for item in load_single_call(src) if item.id not in skip]
     rng.shuffle(items)
     gold_names = {item.gold for item in items}
-    picker = _Picker()
+    picker = _Picker(exclude_tools)
     for item in items:
         if len(picker.tools) >= size:
             break
@@ -122,7 +134,7 @@ def build_dataset(src: Path, size: int, seed: int = 0, no_tool: int = 0) -> tupl
         if picker.names.get(item.gold) == canonical_json(item.gold_function())
     ]
     if no_tool:
-        irrelevant = load_category(src, "live_irrelevance")
+        irrelevant = [it for it in load_category(src, "live_irrelevance") if it.id not in skip]
         rng.shuffle(irrelevant)
         queries += [{"id": it.id, "query": it.query, "tool": None, "arguments": {}} for it in irrelevant[:no_tool]]
     queries.sort(key=lambda q: q["id"])

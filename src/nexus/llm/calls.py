@@ -64,6 +64,7 @@ class ToolCall:
     prefilled_tokens: int = 0              # of those, computed this turn (the rest were a cached prefix)
     t_first_arg: float | None = None       # perf_counter() at the first token of the first arguments' JSON
     t_end: float = 0.0
+    t_call_first_arg: float | None = None  # first token of the returned call's arguments (a repair's, a fallback's)
     fallback_truncated: bool = False       # FALLBACK showed only the best-ranked schemas that fit (logged)
 
 
@@ -169,19 +170,26 @@ class ToolCaller:
                       t_first_arg=first.generation.t_first_token)
         if first.error is None:
             return ToolCall(first.key, first.arguments, None, True, decision.action, 1, (), t_end=first.generation.t_end,
-                            **common)
+                            t_call_first_arg=first.generation.t_first_token, **common)
         log.info("tool call %s rejected (%s); repairing", first.key, first.error)
-        tool = self.registry.get(first.key)
-        repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error, history)
-        generation = self.backend.generate(repair, grammar=arguments_gbnf(tool.input_schema), max_tokens=self.max_arg_tokens)
-        arguments, error = self.validate(first.key, generation.text, generation.finished)
+        arguments, error, generation = self.repair(turn, first, history)
         if error is None:
             return ToolCall(first.key, arguments, None, True, decision.action, 2, (first.error,), t_end=generation.t_end,
-                            **common)
+                            t_call_first_arg=generation.t_first_token, **common)
         log.info("repair of %s rejected (%s); falling back to all schemas", first.key, error)
         fallback = self._fallback(turn, decision, history, fallback_order, attempts=2, errors=(first.error, error))
         return ToolCall(fallback.tool, fallback.arguments, None, fallback.valid, Action.FALLBACK, fallback.attempts,
-                        fallback.errors, t_end=fallback.t_end, fallback_truncated=fallback.fallback_truncated, **common)
+                        fallback.errors, t_end=fallback.t_end, fallback_truncated=fallback.fallback_truncated,
+                        t_call_first_arg=fallback.t_call_first_arg, **common)
+
+    def repair(self, turn: str, first: _Attempt, history: Sequence[Exchange] = ()) -> tuple[dict[str, Any] | None, str | None, Generation]:
+        """The one repair a rejected attempt gets: its tool's full schema, the rejected JSON and the validator's
+        message, decoded again under the grammar. Returns (arguments, error or None, generation)."""
+        tool = self.registry.get(first.key)
+        repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error or "", history)
+        generation = self.backend.generate(repair, grammar=arguments_gbnf(tool.input_schema), max_tokens=self.max_arg_tokens)
+        arguments, error = self.validate(first.key, generation.text, generation.finished)
+        return arguments, error, generation
 
     def _fallback(self, turn: str, decision: Decision, history: Sequence[Exchange],
                   fallback_order: Callable[[], Sequence[str]] | None, attempts: int, errors: tuple[str, ...]) -> ToolCall:
@@ -203,7 +211,7 @@ class ToolCaller:
         gen = result.generation
         return ToolCall(result.key, result.arguments, None, result.error is None, Action.FALLBACK, attempts + 1,
                         errors + ((result.error,) if result.error else ()), gen.prompt_tokens, result.prefilled_tokens,
-                        gen.t_first_token, gen.t_end, truncated)
+                        gen.t_first_token, gen.t_end, truncated, gen.t_first_token)
 
     def answer(self, turn: str, history: Sequence[Exchange] = ()) -> ToolCall:
         generation = self.backend.generate(self.prompts.answer_prompt(turn, history), max_tokens=ANSWER_TOKENS,
