@@ -138,6 +138,10 @@ class Nexus:
         self._views: OrderedDict[str, _View] = OrderedDict()
         self._main: _View | None = None
         self.hub: Any = None
+        self.listeners: list[Callable[[str], Any]] = []   # awaited with a server's name after it changed
+        self.quarantined: dict[str, list[Any]] = {}       # tool id -> scan findings (left out of the registry)
+        self._quarantine = False
+        self._connected = False
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, *, registry: Registry | None = None, embedder: Any = None,
@@ -324,24 +328,78 @@ class Nexus:
 
     # -- MCP ---------------------------------------------------------------------------------------
     @asynccontextmanager
-    async def connect(self, servers: Mapping[str, Any], sync: bool = True, **hub_options: Any) -> AsyncIterator["Nexus"]:
+    async def connect(self, servers: Mapping[str, Any], sync: bool = True, quarantine: bool = False,
+                      **hub_options: Any) -> AsyncIterator["Nexus"]:
         """Start the MCP servers of an `mcpServers` config, publish their tools (and index them unless `sync` is
         False: the caller adds more sources first, then calls `sync()`); stop the servers on exit.
+
+        `quarantine` leaves out tools `nexus.registry.scan` finds poisoned (listed in `self.quarantined`).
+        `hub_options` go to `McpHub` (e.g. `reconnect=True`): then a server's later changes — a re-listed tool
+        set, a crash, a restart — are published too (only changed tools are re-embedded) and every callback in
+        `self.listeners` is awaited with the server's name.
 
         >>> async with nexus.connect(load_servers_config("mcp.json")):  # doctest: +SKIP
         ...     print(await nexus.call("get_current_time", {"timezone": "UTC"}))
         """
         from nexus.registry.servers import McpHub
 
-        async with McpHub(servers, **hub_options) as hub:
-            self.hub = hub
-            hub.load_into(self.registry)
-            if sync:
-                self.sync()
-            try:
+        self._quarantine = quarantine
+        hub = McpHub(servers, on_change=self._server_changed, **hub_options)
+        self.hub = hub
+        try:
+            async with hub:
+                for name in hub.servers:
+                    self._publish(name)
+                if sync:
+                    self.sync()
+                self._connected = True
                 yield self
-            finally:
-                self.hub = None
+        finally:
+            self._connected = False
+            self.hub = None
+
+    def _publish(self, server: str) -> bool:
+        """A server's last known tools into the registry (quarantined ones left out); True if anything changed.
+        A server that is down keeps its tools, marked unavailable by `available`."""
+        from nexus.registry.scan import poisoned
+
+        status = self.hub.statuses.get(server) if self.hub else None
+        if status is None:
+            return False
+        tools = []
+        for tool in status.tools:
+            findings = poisoned(tool) if self._quarantine else []
+            if findings:
+                if tool.id not in self.quarantined:
+                    log.warning("quarantined %s: %s", tool.id, "; ".join(f"{f.why} ({f.text!r})" for f in findings))
+                self.quarantined[tool.id] = findings
+            else:
+                self.quarantined.pop(tool.id, None)
+                tools.append(tool)
+        if not tools and server not in self.registry.sources():
+            return False
+        with self._lock:
+            return self.registry.set_source(server, tools).changed
+
+    async def _server_changed(self, server: str) -> None:
+        if not getattr(self, "_connected", False):
+            return  # startup: `connect` publishes every server once, then indexes once
+        import anyio
+
+        if self._publish(server):
+            await anyio.to_thread.run_sync(self.sync)
+        for listener in list(self.listeners):
+            await listener(server)
+
+    def available(self, key: str) -> tuple[bool, str | None]:
+        """Whether a registry tool can be called now, and why not."""
+        tool = self.registry.get(key)
+        if self.hub is None or tool.origin not in self.hub.servers:
+            return False, f"{tool.origin!r} is not a connected MCP server"
+        if self.hub.available(tool.origin):
+            return True, None
+        status = self.hub.statuses.get(tool.origin)
+        return False, str(status.error) if status and status.error else "starting"
 
     def resolve(self, name: str) -> str:
         """The registry key of a tool name (its key, its own name or its safe alias); UnknownToolError if none."""

@@ -6,7 +6,7 @@ import logging
 
 import typer
 
-from nexus.cli import bench, data, demo, gate, latency, servers, slb
+from nexus.cli import bench, data, demo, gate, latency, registry, serve, servers, slb
 
 app = typer.Typer(help="Nexus: fast tool routing for agentic LLMs with large MCP registries.", no_args_is_help=True)
 app.add_typer(data.app, name="data")
@@ -16,6 +16,8 @@ app.command("demo")(demo.demo)
 app.add_typer(servers.app, name="servers")
 app.add_typer(gate.app, name="gate")
 app.add_typer(slb.app, name="slb")
+app.add_typer(serve.app, name="serve")
+app.add_typer(registry.app, name="registry")
 
 
 @app.callback()

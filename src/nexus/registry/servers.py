@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import tempfile
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Awaitable, Callable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -34,6 +35,7 @@ from nexus.registry.tool import Tool, check_tool
 
 STARTUP_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 60.0
+log = logging.getLogger(__name__)
 MAX_PAGES = 1000  # a server that keeps handing out cursors is broken, not large
 HTTP_KINDS = ("streamable-http", "http", "streamableHttp", "streamable_http")
 
@@ -146,6 +148,12 @@ def _result_text(result: Any) -> str:
 class McpHub:
     """Open sessions to many MCP servers; list and call their tools.
 
+    With `reconnect`, each server is supervised: one that fails to start, crashes, stops answering pings or
+    times out on a call is marked unavailable (its `ServerStatus.error` says why; its last tools stay in
+    `tools` so a registry can keep them, marked unavailable) and is restarted with exponential backoff. A
+    `notifications/tools/list_changed` from a server re-lists its tools. `on_change(name)` is awaited after
+    every change of a server's status or tools.
+
     >>> async def demo(specs):  # doctest: +SKIP
     ...     async with McpHub(specs) as hub:
     ...         print([t.id for t in hub.tools()])
@@ -158,12 +166,22 @@ class McpHub:
         *,
         startup_timeout: float = STARTUP_TIMEOUT_S,
         call_timeout: float = CALL_TIMEOUT_S,
+        reconnect: bool = False,
+        backoff_s: float = 1.0,
+        backoff_max_s: float = 30.0,
+        ping_interval_s: float | None = None,
+        on_change: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.servers = dict(servers)
         self.startup_timeout = startup_timeout
         self.call_timeout = call_timeout
+        self.reconnect, self.backoff_s, self.backoff_max_s = reconnect, backoff_s, backoff_max_s
+        self.ping_interval_s = ping_interval_s
+        self.on_change = on_change
         self.statuses: dict[str, ServerStatus] = {}
+        self.restarts: dict[str, int] = {name: 0 for name in self.servers}
         self._sessions: dict[str, Any] = {}
+        self._broken: dict[str, Any] = {}
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> McpHub:
@@ -174,11 +192,11 @@ class McpHub:
         # concurrently and fail independently.
         self._closing = anyio.Event()
         reported = {name: anyio.Event() for name in self.servers}
-        tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._tg = tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.push_async_callback(self._close_all)
         try:
             for name, spec in self.servers.items():
-                tg.start_soon(self._serve, name, spec, reported[name])
+                tg.start_soon(self._supervise, name, spec, reported[name])
             for event in reported.values():
                 await event.wait()
         except BaseException:
@@ -193,10 +211,51 @@ class McpHub:
 
     async def _close_all(self) -> None:
         self._closing.set()
+        for event in list(self._broken.values()):
+            event.set()
 
-    async def _serve(self, name: str, spec: ServerSpec, reported: Any) -> None:
-        """Connect and list tools, report, then hold the session open until the hub closes."""
+    async def _changed(self, name: str) -> None:
+        if self.on_change is not None:
+            try:
+                await self.on_change(name)
+            except Exception:  # noqa: BLE001 - a listener's failure must not stop the supervision
+                log.exception("on_change(%s) failed", name)
+
+    def mark_broken(self, name: str, reason: str) -> None:
+        """Take a server out of service (its status says why); with `reconnect` it is restarted."""
+        old = self.statuses.get(name)
+        if name in self._sessions:
+            self._sessions.pop(name, None)
+            self.statuses[name] = ServerStatus(name, old.tools if old else (), ServerError(f"MCP server {name!r}: {reason}"),
+                                               old.seconds if old else 0.0)
+            log.warning("MCP server %r unavailable: %s", name, reason)
+        event = self._broken.get(name)
+        if event is not None:
+            event.set()
+
+    async def _supervise(self, name: str, spec: ServerSpec, reported: Any) -> None:
+        """Connect, list, serve until closed or broken; with `reconnect`, start again after a backoff."""
+        import anyio
+
+        failures = 0
+        while not self._closing.is_set():
+            good = await self._serve(name, spec, reported)
+            failures = 0 if good else failures + 1
+            await self._changed(name)
+            if not self.reconnect or self._closing.is_set():
+                return
+            delay = min(self.backoff_max_s, self.backoff_s * 2 ** max(failures - 1, 0))
+            log.info("MCP server %r: reconnecting in %.1f s", name, delay)
+            with anyio.move_on_after(delay):
+                await self._closing.wait()
+            self.restarts[name] += 1
+
+    async def _serve(self, name: str, spec: ServerSpec, reported: Any) -> bool:
+        """One connection's life; True when it started well (and later broke or closed)."""
+        import anyio
+
         started, seconds = time.monotonic(), 0.0
+        self._broken[name] = broken = anyio.Event()
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
                 async with AsyncExitStack() as stack:
@@ -207,15 +266,62 @@ class McpHub:
                     self._sessions[name] = session
                     self.statuses[name] = ServerStatus(name, tools, None, seconds)
                     reported.set()
-                    await self._closing.wait()
+                    if self.reconnect:
+                        await self._changed(name)
+                    async with anyio.create_task_group() as watch:
+                        if self.ping_interval_s:
+                            watch.start_soon(self._pings, name, session, broken)
+                        await broken.wait()
+                        watch.cancel_scope.cancel()
+                    return True  # leaving the stack stops the server (the SDK terminates a stdio process that lingers)
             except Exception as exc:  # noqa: BLE001 - every failure becomes this server's error
                 self._sessions.pop(name, None)
-                if reported.is_set():
-                    return  # a failure while shutting down after a good start changes nothing
+                if reported.is_set() and self.statuses.get(name, ServerStatus(name)).ok and self._closing.is_set():
+                    return True  # a failure while shutting down after a good start changes nothing
                 reason = exc.args[0] if isinstance(exc, ToolLoadError) else _reason(exc)
+                old = self.statuses.get(name)
                 error = ServerError(f"MCP server {name!r}: {reason}{_stderr_tail(errlog)}")
-                self.statuses[name] = ServerStatus(name, (), error, seconds)
+                self.statuses[name] = ServerStatus(name, old.tools if old else (), error, seconds)
                 reported.set()
+                return False
+        return True
+
+    async def _pings(self, name: str, session: Any, broken: Any) -> None:
+        import anyio
+
+        while not broken.is_set():
+            await anyio.sleep(self.ping_interval_s)
+            try:
+                with anyio.fail_after(self.call_timeout):
+                    await session.send_ping()
+            except Exception as exc:  # noqa: BLE001
+                self.mark_broken(name, f"no answer to ping ({_reason(exc) if not isinstance(exc, TimeoutError) else 'timed out'})")
+                return
+
+    async def _on_message(self, name: str, message: Any) -> None:
+        """A server's notifications: list_changed re-lists its tools; a transport fault breaks the session."""
+        if isinstance(message, Exception):
+            self.mark_broken(name, _reason(message))
+            return
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self._tg.start_soon(self.refresh, name)
+
+    async def refresh(self, name: str) -> None:
+        """List a server's tools again (after its list_changed) and report the change."""
+        import anyio
+
+        session = self._sessions.get(name)
+        if session is None:
+            return
+        try:
+            with anyio.fail_after(self.startup_timeout):
+                tools = await self._list_tools(name, session)
+        except Exception as exc:  # noqa: BLE001 - a bad re-list takes the server out, not the hub
+            self.mark_broken(name, f"tools/list after list_changed failed: {exc.args[0] if isinstance(exc, ToolLoadError) else _reason(exc)}")
+            return
+        old = self.statuses[name]
+        self.statuses[name] = ServerStatus(name, tools, None, old.seconds)
+        await self._changed(name)
 
     async def _connect(self, name: str, spec: ServerSpec, stack: AsyncExitStack, errlog: Any) -> tuple[Any, tuple[Tool, ...]]:
         import anyio
@@ -235,7 +341,11 @@ class McpHub:
             client = await stack.enter_async_context(create_mcp_http_client(headers=spec.headers or None))
             transport = streamable_http_client(spec.url, http_client=client)
         read, write = await stack.enter_async_context(transport)
-        session = await stack.enter_async_context(ClientSession(read, write))
+
+        async def on_message(message: Any) -> None:
+            await self._on_message(name, message)
+
+        session = await stack.enter_async_context(ClientSession(read, write, message_handler=on_message))
         step = "initialize"
         try:
             # No task group is entered inside this scope, so leaving it early is safe.
@@ -271,7 +381,10 @@ class McpHub:
 
     def tools(self) -> list[Tool]:
         """Every tool of every server that loaded, in config order."""
-        return [tool for status in self.statuses.values() for tool in status.tools]
+        return [tool for status in self.statuses.values() if status.ok for tool in status.tools]
+
+    def available(self, server: str) -> bool:
+        return server in self._sessions
 
     def load_into(self, registry: Registry) -> dict[str, RegistryDiff]:
         """Publish each loaded server as one registry source (origin = server name)."""
@@ -282,6 +395,7 @@ class McpHub:
 
         Raises ServerError when the server is not connected, fails, times out, or the tool reports
         an error (`isError`); the message carries the server's text so it can be shown or retried.
+        A timeout or a dead connection also takes the server out of service (see `reconnect`).
         """
         import anyio
 
@@ -293,8 +407,14 @@ class McpHub:
         try:
             with anyio.fail_after(self.call_timeout):
                 result = await session.call_tool(tool_name, dict(arguments or {}))
+        except TimeoutError:
+            self.mark_broken(server, f"no answer to tools/call {tool_name!r} within {self.call_timeout:g} s")
+            raise ServerError(f"MCP server {server!r}: calling {tool_name!r} timed out after {self.call_timeout:g} s") from None
         except Exception as exc:  # noqa: BLE001
-            raise ServerError(f"MCP server {server!r}: calling {tool_name!r} failed: {_reason(exc)}") from exc
+            reason = _reason(exc)
+            if "closed" in reason or "crashed" in reason:
+                self.mark_broken(server, reason)
+            raise ServerError(f"MCP server {server!r}: calling {tool_name!r} failed: {reason}") from exc
         text = _result_text(result)
         if result.is_error:
             raise ServerError(f"MCP server {server!r}: tool {tool_name!r} reported an error: {text}")
