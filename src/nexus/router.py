@@ -151,7 +151,9 @@ class Router:
         if getattr(self.gate, "per_request", 0) > 0:
             texts += split_requests(turn)
         self.slb.embed_queries(list(dict.fromkeys(texts)))
-        hits = self.slb.search(turn, k=self.k)
+        # A follow-up is looked up with its context ("and London?" after "time in Tokyo?"): every gate gets hits for
+        # what the turn means (the trained gate reads the same context text itself).
+        hits = self.slb.search(texts[1], k=self.k)
         looked_up = time.perf_counter()
         decision = self.gate.decide(turn, history=list(history), hits=hits)
         return decision, (looked_up - start) * 1000, (time.perf_counter() - looked_up) * 1000

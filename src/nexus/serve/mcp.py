@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import weakref
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Mapping
 
@@ -67,7 +66,7 @@ class Gateway:
         self.nexus, self.servers, self.settings, self.narrow = nexus, dict(servers), settings, narrow
         self.hub_options = {"reconnect": True, "ping_interval_s": 10.0, **(hub_options or {})}
         self.surface: tuple[str, ...] = ()              # narrow: the keys the last find_tools kept
-        self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._sessions: dict[int, Any] = {}              # clients seen on the handshake era, to notify
         self.bus = InMemorySubscriptionBus()
         self.server = Server("nexus-gateway", version=__version__,
                              instructions="Use find_tools to find the tool for a request, then call_tool to call it.",
@@ -137,19 +136,16 @@ class Gateway:
         from mcp.server.subscriptions import ToolsListChanged
 
         await self.bus.publish(ToolsListChanged())
-        for session in list(self._sessions):
+        for key, session in list(self._sessions.items()):
             try:
                 await session.send_tool_list_changed()
             except Exception:  # noqa: BLE001 - a gone client is not the gateway's failure
-                self._sessions.discard(session)
+                self._sessions.pop(key, None)
 
     def _seen(self, ctx: Any) -> None:
         session = getattr(ctx, "session", None)
-        if session is not None:
-            try:
-                self._sessions.add(session)
-            except TypeError:
-                pass
+        if session is not None and len(self._sessions) < 10_000:
+            self._sessions[id(session)] = session
 
     # -- handlers ------------------------------------------------------------------------------------
     async def _list_tools(self, ctx: Any, params: Any) -> Any:

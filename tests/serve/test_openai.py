@@ -1,0 +1,166 @@
+"""`serve openai` through the official `openai` client on real sockets: filter mode against a scripted upstream
+process, route mode with a scripted LLM, streaming and not, overrides, odd names, limits and bad requests."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx2
+import openai
+import pytest
+
+from nexus.config import ServeSettings, Settings
+from nexus.nexus import Nexus
+from nexus.llm.scripted import ScriptedBackend
+from nexus.router import ScoreGate
+from nexus.serve.openai import create_app
+from nexus.slb import HashEmbedder
+
+from .conftest import serving
+
+TURN = [{"role": "user", "content": "show the commit log of the git repository"}]
+
+
+def fn(name: str, description: str, **properties: dict) -> dict:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": list(properties)}}}
+
+
+TOOLS = [fn("get_time", "Current time in a timezone", timezone={"type": "string"}),
+         fn("git_log", "Show the commit log of a git repository", repo_path={"type": "string"}),
+         fn("calculate", "Evaluate an arithmetic expression", expression={"type": "string"}),
+         fn("send_email", "Send an email message to a recipient", to={"type": "string"})]
+
+
+def facade(backend=None) -> Nexus:
+    return Nexus.from_settings(Settings(gate={"model": "/nonexistent"}), embedder=HashEmbedder(), backend=backend,
+                               gate_factory=lambda slb, reg: ScoreGate(slb, route_margin=0.1, no_tool_below=0.15))
+
+
+@pytest.fixture(scope="module")
+def filter_proxy(scripted_upstream):
+    with serving(create_app(facade(), ServeSettings(upstream=scripted_upstream, max_tools=2500))) as url:
+        yield url
+
+
+def test_filter_mode_narrows_tools_and_returns_the_upstream_answer(filter_proxy):
+    client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused")
+    raw = client.chat.completions.with_raw_response.create(model="m", messages=TURN, tools=TOOLS)
+    completion = raw.parse()
+    assert raw.headers["x-nexus-decision"] == "route"
+    assert json.loads(raw.headers["x-nexus-kept"]) == ["git_log"] and raw.headers["x-nexus-dropped-count"] == "3"
+    assert completion.model_extra["offered"] == ["git_log"]          # the upstream saw one tool
+    assert completion.choices[0].message.tool_calls[0].function.name == "git_log"
+    assert completion.id == "chatcmpl-scripted"                         # the upstream's own answer
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["scripted"]
+
+
+def test_filter_mode_streams_and_explains_in_full(filter_proxy):
+    client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused")
+    names = []
+    for chunk in client.chat.completions.create(model="m", messages=TURN, tools=TOOLS, stream=True,
+                                                extra_body={"nexus": {"disable": True}}):
+        for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            names.append(call.function.name)
+        if chunk.model_extra.get("offered"):
+            offered = chunk.model_extra["offered"]
+    assert names == ["get_time"] and offered == [t["function"]["name"] for t in TOOLS]  # disabled: every tool forwarded
+    explained = client.chat.completions.create(model="m", messages=TURN, tools=TOOLS, extra_body={"nexus": {"explain": True, "top_k": 2}})
+    account = explained.model_extra["nexus"]
+    assert account["decision"] in ("route", "shortlist") and len(account["kept"]) + len(account["dropped"]) == len(TOOLS)
+
+
+def test_no_tool_turn_forwards_no_tools_and_a_follow_up_is_read_with_the_conversation(filter_proxy):
+    client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused")
+    raw = client.chat.completions.with_raw_response.create(model="m", tools=TOOLS, tool_choice="auto",
+                                                           messages=[{"role": "user", "content": "xyzzy plugh"}])
+    assert raw.headers["x-nexus-decision"] == "no_tool" and raw.parse().model_extra["offered"] == []
+    follow = client.chat.completions.with_raw_response.create(model="m", tools=TOOLS, messages=[
+        {"role": "user", "content": "what is the current time in a timezone, Tokyo"},
+        {"role": "assistant", "content": "10:00"}, {"role": "user", "content": "and London?"}])
+    assert json.loads(follow.headers["x-nexus-kept"])[0] == "get_time"
+
+
+def test_odd_tool_names_travel_as_aliases_and_come_back_as_themselves(filter_proxy):
+    client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused")
+    odd = [fn("git log/show", "Show the commit log of a git repository"), fn("météo", "Weather forecast for a city")]
+    completion = client.chat.completions.create(model="m", messages=TURN, tools=odd, extra_body={"nexus": {"force_tool": "git log/show"}})
+    assert completion.model_extra["offered"][0].startswith("git_log_show_")  # the upstream never sees the odd name
+    assert completion.choices[0].message.tool_calls[0].function.name == "git log/show"
+    streamed = [c.function.name for chunk in client.chat.completions.create(
+        model="m", messages=TURN, tools=odd, stream=True, extra_body={"nexus": {"force_tool": "git log/show"}})
+        for c in ((chunk.choices[0].delta.tool_calls or []) if chunk.choices else [])]
+    assert streamed == ["git log/show"]
+
+
+def test_two_thousand_tools_are_indexed_once_and_do_not_hang(filter_proxy):
+    many = [fn(f"tool_{i}", f"Operation number {i} on resource kind {i % 97}") for i in range(2000)] + TOOLS
+    client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused", timeout=60)
+    start = time.perf_counter()
+    first = client.chat.completions.with_raw_response.create(model="m", messages=TURN, tools=many)
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    second = client.chat.completions.with_raw_response.create(model="m", messages=TURN, tools=many)
+    warm = time.perf_counter() - start
+    assert first.headers["x-nexus-decision"] == second.headers["x-nexus-decision"] == "route"
+    assert cold < 30 and warm < cold and float(second.headers["x-nexus-route-ms"]) < 1000
+
+
+def test_bad_requests_get_clear_4xx_and_nothing_is_forwarded(filter_proxy):
+    url = f"{filter_proxy}/v1/chat/completions"
+    cases = [
+        (b"{not json", 400, "not JSON"),
+        (json.dumps({"messages": []}).encode(), 400, "non-empty list"),
+        (json.dumps({"messages": TURN, "tools": "all"}).encode(), 400, "'tools' must be a list"),
+        (json.dumps({"messages": TURN, "tools": TOOLS, "nexus": {"topk": 3}}).encode(), 400, "unknown 'nexus' option"),
+        (json.dumps({"messages": TURN, "tools": TOOLS, "nexus": {"force_tool": "rm_rf"}}).encode(), 404, "not among the tools"),
+        (json.dumps({"messages": TURN, "tools": [fn("x", "y") | {"function": {"name": "x", "parameters": {"type": "string"}}}]}).encode(),
+         400, "inputSchema"),
+        (json.dumps({"messages": TURN, "tools": [fn(f"t{i}", "d") for i in range(2501)]}).encode(), 413, "over the limit"),
+    ]
+    for body, status, message in cases:
+        answer = httpx2.post(url, content=body, headers={"content-type": "application/json"})
+        assert answer.status_code == status and message in answer.json()["error"]["message"], (status, answer.text)
+
+
+def test_token_body_limit_and_upstream_failure(scripted_upstream):
+    settings = ServeSettings(upstream=scripted_upstream, token="s3cret", max_body_bytes=4096)
+    with serving(create_app(facade(), settings)) as url:
+        assert httpx2.get(f"{url}/healthz").json()["status"] == "ok"  # liveness needs no token
+        anonymous = openai.OpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0)
+        with pytest.raises(openai.AuthenticationError):
+            anonymous.chat.completions.create(model="m", messages=TURN)
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="s3cret", max_retries=0)
+        assert client.chat.completions.create(model="m", messages=TURN, tools=TOOLS).choices[0].message.tool_calls
+        big = [{"role": "user", "content": "x" * 5000}]
+        with pytest.raises(openai.APIStatusError) as info:
+            client.chat.completions.create(model="m", messages=big)
+        assert info.value.status_code == 413
+        chunked = httpx2.post(f"{url}/v1/chat/completions", headers={"authorization": "Bearer s3cret"},
+                              content=iter([b"{" + b" " * 3000, b" " * 3000 + b"}"]))
+        assert chunked.status_code == 413  # no Content-Length: counted as it arrives
+    dead = ServeSettings(upstream="http://127.0.0.1:9/v1")
+    with serving(create_app(facade(), dead)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as info:
+            client.chat.completions.create(model="m", messages=TURN, tools=TOOLS)
+        assert info.value.status_code == 502 and "upstream" in info.value.message
+
+
+def test_route_mode_answers_with_tool_calls_or_a_message():
+    backend = ScriptedBackend(arguments=['{"repo_path": "/tmp/repo"}'], answers=["Glad to help."])
+    settings = ServeSettings(mode="route", model_name="nexus-test")
+    with serving(create_app(facade(backend), settings)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="x")
+        completion = client.chat.completions.create(model="nexus-test", messages=TURN, tools=TOOLS)
+        call = completion.choices[0].message.tool_calls[0]
+        assert completion.choices[0].finish_reason == "tool_calls"
+        assert call.function.name == "git_log" and json.loads(call.function.arguments) == {"repo_path": "/tmp/repo"}
+        chunks = list(client.chat.completions.create(model="nexus-test", messages=TURN, tools=TOOLS, stream=True))
+        streamed = [c for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or [])]
+        assert streamed[0].function.name == "git_log" and chunks[-1].choices[0].finish_reason == "tool_calls"
+        answer = client.chat.completions.create(model="nexus-test", messages=[{"role": "user", "content": "xyzzy plugh"}], tools=TOOLS)
+        assert answer.choices[0].message.content == "Glad to help." and not answer.choices[0].message.tool_calls
+        assert [m.id for m in client.models.list().data] == ["nexus-test"]
