@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from typer.testing import CliRunner
 
 
@@ -40,7 +42,10 @@ def test_train_eval_bench_and_decide_end_to_end(tmp_path, monkeypatch):
                                     "--run-dir", str(tmp_path / "eval"), "--json", str(tmp_path / "eval.json")])
     assert evaluated.exit_code == 0, evaluated.output
     result = json.loads((tmp_path / "eval.json").read_text())
-    assert result["gate_n_relevant"] == 72 and 0.0 <= result["top1_gate"] <= 1.0
+    assert result["gate_n_relevant"] == 72
+    rows = [json.loads(line) for line in (tmp_path / "eval" / "gate_rows.jsonl").read_text().splitlines()]
+    relevant = [r for r in rows if r["gold"]]  # the report is its raw rows, summarised
+    assert result["top1_gate"] == pytest.approx(sum(r["top1"] == r["gold"] for r in relevant) / len(relevant))
     assert (tmp_path / "eval" / "reliability.png").is_file() and (tmp_path / "eval" / "risk_coverage.png").is_file()
     bench = runner.invoke(app, ["bench", "routing", "--tools", str(tools), "--queries", str(queries), "--gate",
                                 "--gate-model", str(model), "--scale", "0", "--run-dir", str(tmp_path / "bench"),

@@ -46,7 +46,9 @@ def test_rerank_puts_the_cross_encoder_choice_first(setup):
     assert d.candidates[0].key == "send_email"
     assert len(d.scores) == len(d.candidates)
     assert list(d.scores) == sorted(d.scores, reverse=True)
-    assert 0.0 <= d.p_top1 <= 1.0 and 0.0 <= d.p_no_tool <= 1.0 and d.gate_ms >= 0.0
+    # a turn no tool serves reads as less likely routed and more likely tool-less than one that names its tool
+    off = _gate(reg, slb).decide("tell me a joke about penguins")
+    assert d.p_top1 > off.p_top1 and d.p_no_tool < off.p_no_tool
 
 
 def test_follow_up_turn_routes_with_recent_context(setup):

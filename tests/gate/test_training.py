@@ -186,7 +186,9 @@ def test_train_gate_end_to_end_saves_a_loadable_calibrated_model(tmp_path):
     assert header.calibration["thresholds"] == model.calibration.thresholds.to_dict()
     loaded = GateModel.load(tmp_path / "gate")
     d = BoundaryGate(slb, reg, loaded, k=6).decide("please encrypt my contract")
-    assert 0.0 <= d.p_top1 <= 1.0 and d.candidates
+    fresh = BoundaryGate(slb, reg, model, k=6).decide("please encrypt my contract")  # the model before saving
+    assert [h.key for h in d.candidates] == [h.key for h in fresh.candidates]
+    assert (d.p_top1, d.p_no_tool) == pytest.approx((fresh.p_top1, fresh.p_no_tool), abs=1e-4)
 
 
 def test_self_supervised_only_training_needs_no_labels(tmp_path):

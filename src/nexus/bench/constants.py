@@ -5,7 +5,9 @@ from the test registry (`nexus data bfcl --seed 1 --exclude TEST`) — and only 
 registry. Objectives (fixed before looking at any result):
 
 - `lexical_weight`, `name_bonus`: the highest top-1 on the dev turns, ties broken by MRR, then by the smaller
-  weight (less lexical influence generalises to registries whose names and words differ);
+  lexical weight (less lexical influence generalises to registries whose names and words differ), then by the
+  larger name bonus (BFCL turns never name a tool, so the dev split has no evidence on it either way; a user who
+  names a tool should get it);
 - `ScoreGate.route_margin`: the smallest score margin whose ROUTEs are right on >= `route_precision` of the dev
   turns it routes — no-tool turns routed count as errors;
 - `ScoreGate.no_tool_below`: the largest top score under which NO_TOOL is right on >= `no_tool_precision` of
@@ -70,7 +72,7 @@ def fusion_grid(slb: SemanticLookasideBuffer, registry: Registry, queries: Seque
 
 
 def best_fusion(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return max(rows, key=lambda r: (round(r["top1"], 6), round(r["mrr"], 6), -r["lexical_weight"], -r["name_bonus"]))
+    return max(rows, key=lambda r: (round(r["top1"], 6), round(r["mrr"], 6), -r["lexical_weight"], r["name_bonus"]))
 
 
 def score_gate_margins(slb: SemanticLookasideBuffer, registry: Registry, queries: Sequence[dict[str, Any]],

@@ -96,12 +96,13 @@ def constants(
     from nexus.bench.runfolder import new_run_dir, write_jsonl, write_meta
     from nexus.config import Settings
     from nexus.datasets import read_query_records
-    from nexus.slb import HybridWeights, SentenceTransformerEmbedder
+    from nexus.nexus import Nexus
+    from nexus.slb import HybridWeights
 
     settings = Settings()
     folder = new_run_dir(run_dir, "constants")
     write_meta(folder, {"tools": tools, "queries": queries, "settings": settings.model_dump(mode="json")})
-    registry, slb, _ = build_slb(tools, SentenceTransformerEmbedder(settings.embedder), HybridWeights())
+    registry, slb, _ = build_slb(tools, Nexus.from_settings(settings))
     records = read_query_records(queries)
     grid = bench.fusion_grid(slb, registry, records)
     write_jsonl(folder / "fusion_grid.jsonl", grid)

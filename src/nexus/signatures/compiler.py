@@ -5,7 +5,7 @@
 ...          {"type": "object", "properties": {"city": {"type": "string"},
 ...           "unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}, "w")
 >>> compile_signature("get_weather", t)
-'get_weather(city:str, unit?:c|f) Get the current weather for a city'
+'get_weather(city, unit?:c|f) Get the current weather…'
 """
 
 from __future__ import annotations
