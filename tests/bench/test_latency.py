@@ -72,7 +72,7 @@ def test_run_latency_writes_the_specified_shape(tmp_path):
     cases = build_cases(case_tools, case_queries, [4, 12], limit=2)
     backend = ScriptedBackend(arguments=['{"q": "hello"}'], choices=["tool_1"], n_ctx=4096)
     slb = SemanticLookasideBuffer(HashEmbedder())
-    result = run_latency(cases, backend, slb, lambda s, r: ScoreGate(s), tmp_path)
+    result = run_latency(cases, backend, slb, lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path)
     assert list(result) == ["sizes"] and [s["n_tools"] for s in result["sizes"]] == [4, 12]
     for size in result["sizes"]:
         for metric in ("ttfat_ms_p50", "context_tokens", "tool_accuracy", "arg_accuracy"):
@@ -102,7 +102,7 @@ def test_baselines_get_the_same_one_repair_and_report_time_to_a_valid_call(tmp_p
     # every path: the first arguments are rejected (not an object), the repair is valid
     backend = ScriptedBackend(arguments=['"hello"', '{"q": "hello"}', '"hello"', '{"q": "hello"}',
                                          '"hello"', '{"q": "hello"}'], choices=["tool_2"])
-    run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s), tmp_path)
+    run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert {r["path"] for r in rows} == {"nexus", "full_cold", "full_warm"}
     for row in rows:
@@ -114,7 +114,7 @@ def test_baselines_get_the_same_one_repair_and_report_time_to_a_valid_call(tmp_p
 def test_overflowing_sizes_skip_the_full_paths(tmp_path):
     cases = build_cases(tools(12), queries([1]), [12], limit=1)
     backend = ScriptedBackend(arguments=['{"q": "hello"}'], n_ctx=300)
-    result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s), tmp_path,
+    result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                          max_arg_tokens=32)
     size = result["sizes"][0]
     assert size["ttfat_ms_p50"]["full_cold"] == "overflow" and size["full_schema_tokens"] > 300
@@ -128,12 +128,12 @@ def test_overflowing_sizes_skip_the_full_paths(tmp_path):
 def test_only_the_requested_paths_run(tmp_path):
     cases = build_cases(tools(8), queries([2]), [8], limit=1)
     backend = ScriptedBackend(arguments=['{"q": "hello"}'])
-    result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s), tmp_path,
+    result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                          paths=("nexus", "full_warm"))
     size = result["sizes"][0]
     assert size["ttfat_ms_p50"]["full_cold"] is None and size["speedup_vs_full_cold"] is None
     assert isinstance(size["ttfat_ms_p50"]["full_warm"], float)
     with pytest.raises(ValueError, match="must include 'nexus'"):
-        run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s), tmp_path,
+        run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                     paths=("full_cold",))
     plot_latency(tmp_path)

@@ -48,7 +48,7 @@ class Hit:
 class HybridWeights:
     """Fusion: dense cosine + lexical * BM25 (scaled to [0, 1] per query) + name_bonus on an exact name."""
 
-    lexical: float = 0.2
+    lexical: float = 0.1      # chosen on dev registries: see `lexical_weight` in nexus.config
     name_bonus: float = 1.0
 
 
