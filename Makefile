@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export CMAKE_BUILD_PARALLEL_LEVEL := 2
 
-.PHONY: setup demo test bench-routing bench-slow clean
+.PHONY: setup demo test bench bench-slow clean
 
 setup: $(VENV)/.installed .servers/.installed
 
@@ -26,6 +26,9 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+bench: setup   # the benchmarks behind the README's tables, held to tests/bench/figures.json
+	$(BIN)/python -m pytest -m slow tests/bench/test_figures.py
 
 bench-slow: setup
 	$(BIN)/python -m pytest -m slow
