@@ -122,7 +122,7 @@ def test_overflowing_sizes_skip_the_full_paths(tmp_path):
     assert {json.loads(line)["path"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()} == {"nexus"}
     # an overflowing size still plots (its full-schema points are left out)
     plot = plot_latency(tmp_path)
-    assert plot.is_file() and plot.stat().st_size > 0
+    assert plot.read_bytes()[:4] == b"\x89PNG" and plot.stat().st_size > 5000
 
 
 def test_only_the_requested_paths_run(tmp_path):
@@ -137,3 +137,18 @@ def test_only_the_requested_paths_run(tmp_path):
         run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                     paths=("full_cold",))
     plot_latency(tmp_path)
+
+
+def test_a_small_size_pools_draws_until_it_has_the_turns_asked_for(tmp_path):
+    from nexus.bench.latency import pooled_cases
+
+    cases = pooled_cases(tools(12), queries(list(range(12))), [4, 12], limit=8)
+    assert [(c.n_tools, len(c.queries)) for c in cases] == [(4, 4), (4, 4), (12, 8)]
+    first, second = ({q["id"] for q in c.queries} for c in cases[:2])
+    assert not first & second  # never the same turn twice
+    backend = ScriptedBackend(arguments=['{"q": "hello"}'])
+    result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()),
+                         lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path, paths=("nexus", "full_warm"))
+    assert [(s["n_tools"], s["n_queries"]) for s in result["sizes"]] == [(4, 8), (12, 8)]
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert sorted({(r["n_tools"], r["draw"]) for r in rows}) == [(4, 0), (4, 1), (12, 0)]

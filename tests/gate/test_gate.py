@@ -143,7 +143,8 @@ def test_gate_metrics_keys_and_plots(setup, tmp_path):
         assert key in result
     assert result["gate_n_relevant"] == 3 and result["gate_n_no_tool"] == 1
     assert result["top1_gate"] == pytest.approx(1.0)
-    assert (tmp_path / "risk_coverage.png").stat().st_size > 0 and (tmp_path / "reliability.png").stat().st_size > 0
+    for plot in ("risk_coverage.png", "reliability.png"):
+        assert (tmp_path / plot).read_bytes()[:4] == b"\x89PNG" and (tmp_path / plot).stat().st_size > 5000
     assert len((tmp_path / "gate_rows.jsonl").read_text().splitlines()) == 4
     assert np.isfinite(result["gate_ms_p50"])
 

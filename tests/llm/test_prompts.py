@@ -71,4 +71,5 @@ def test_chat_template_keeps_tool_lines_as_segments():
     assert lines[0] in prompt.segments
     assert prompt.text.endswith("<|user|>Request: weather in Paris?<|end|><|assistant|>Tool:")
     assert builder.tools_prefix(lines).segments == prompt.segments[: len(builder.tools_prefix(lines).segments)]
-    assert isinstance(builder.answer_prompt("hi"), Prompt)
+    answer = builder.answer_prompt("hi")
+    assert answer.special and answer.text.endswith("<|user|>Request: hi<|end|><|assistant|>Answer:")

@@ -148,6 +148,32 @@ def build_cases(tools: Sequence[Tool], queries: Sequence[dict[str, Any]], sizes:
     return cases
 
 
+def pooled_cases(tools: Sequence[Tool], queries: Sequence[dict[str, Any]], sizes: Sequence[int], limit: int,
+                 seed: int = 0, max_draws: int = 10) -> list[Case]:
+    """Cases with `limit` turns at every size: a size smaller than `limit` (one turn per gold tool fits only N
+    turns) gets further draws with the next seeds — other registries of the same size, never a turn twice — until
+    it has `limit` turns. Sizes of at least `limit` are one draw, nested as in `build_cases`.
+
+    >>> ts = [Tool(f"t{i}", "", {"type": "object"}, "f") for i in range(12)]
+    >>> qs = [{"id": f"q{i}", "query": "q", "tool": f"t{i}", "arguments": {}} for i in range(12)]
+    >>> [(c.n_tools, len(c.queries)) for c in pooled_cases(ts, qs, [3, 6], limit=6)]
+    [(3, 3), (3, 3), (6, 6)]
+    """
+    cases: list[Case] = []
+    for size in sizes:
+        used: set[Any] = set()
+        for draw in range(max_draws):
+            if len(used) >= limit:
+                break
+            left = [q for q in queries if q.get("id") not in used]
+            drawn = build_cases(tools, left, [size], limit - len(used), seed + draw)
+            if not drawn or not drawn[0].queries or any(c.n_tools == drawn[0].n_tools for c in cases if draw == 0):
+                break
+            cases.append(drawn[0])
+            used |= {q.get("id") for q in drawn[0].queries}
+    return cases
+
+
 # -- the three paths -------------------------------------------------------------------------------
 def _ms(t: float | None, start: float) -> float | None:
     return (t - start) * 1000 if t is not None else None
@@ -285,7 +311,10 @@ def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasi
     results, all_rows = [], []
     total = sum(len(c.queries) * len(paths) for c in cases)
     done = 0
-    for case in cases:
+    pooled: list[dict[str, Any]] = []   # rows of the draws of one size (see `pooled_cases`)
+    pooled_queries: list[dict[str, Any]] = []
+    pooled_needed = 0
+    for number, case in enumerate(cases):
         registry = Registry()
         registry.set_source("bench", case.tools)
         slb.sync(registry)
@@ -306,10 +335,18 @@ def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasi
             if progress:
                 progress(f"N={case.n_tools} {name}", done, total)
         backend.reset()
-        all_rows += rows
-        summary = summarise(case, rows, needed, backend.n_ctx, paths)
+        draw = sum(1 for c in cases[:number] if c.n_tools == case.n_tools)  # which draw of this size
+        all_rows += [dict(r, draw=draw) for r in rows]
+        pooled += rows
+        pooled_queries += case.queries
+        pooled_needed = max(pooled_needed, needed)
+        if number + 1 < len(cases) and cases[number + 1].n_tools == case.n_tools:
+            continue  # another draw of this size follows
+        merged = Case(case.n_tools, case.tools, tuple(pooled_queries))
+        summary = summarise(merged, pooled, pooled_needed, backend.n_ctx, paths)
         log.info("latency N=%d: %s", case.n_tools, summary)
         results.append(summary)
+        pooled, pooled_queries, pooled_needed = [], [], 0
         write_jsonl(run_dir / "rows.jsonl", all_rows)  # after every size, so a long run leaves partial results
     result = {"sizes": results}
     (run_dir / "result.json").write_text(json.dumps(result, indent=2), encoding="utf-8")

@@ -44,7 +44,7 @@ def latency(
     tools: Path = typer.Option(..., help="tools file (any format the registry loads), at least max(--sizes) tools"),
     queries: Path = typer.Option(..., help="queries JSONL ({id, query, tool, arguments}, BFCL allowed-values form)"),
     sizes: str = typer.Option("10,25,50,100,250", help="registry sizes (nested subsets of --tools)"),
-    limit: int = typer.Option(6, help="queries per size (distinct gold tools); raise it for tighter figures"),
+    limit: int = typer.Option(6, help="turns per size (distinct gold tools; a size below it gets further seeded draws); the README's table uses 30"),
     seed: int = typer.Option(0, help="sampling seed"),
     n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="context window (default NEXUS_N_CTX); 0: the model's whole training window"),
     max_arg_tokens: int = typer.Option(256, help="cap on argument tokens per call"),
@@ -59,7 +59,7 @@ def latency(
     """
     quiet_threads()
     from nexus.datasets import read_query_records as read_queries
-    from nexus.bench.latency import build_cases, plot_latency, run_latency
+    from nexus.bench.latency import plot_latency, pooled_cases, run_latency
     from nexus.bench.runfolder import new_run_dir, write_meta
     from nexus.config import Settings
     from nexus.errors import NexusError
@@ -78,7 +78,7 @@ def latency(
         raise typer.BadParameter(f"--paths takes nexus plus any of full_cold, full_warm; got {paths!r}")
     try:
         tool_list = load_tools_file(tools)
-        cases = build_cases(tool_list, read_queries(queries), size_list, limit, seed)
+        cases = pooled_cases(tool_list, read_queries(queries), size_list, limit, seed)
         folder = new_run_dir(run_dir, "latency")
         update, stop = progress_callback("bench latency")
         update("loading models", 0, 1)
