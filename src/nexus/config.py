@@ -9,6 +9,16 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+def shipped_models_dir() -> Path:
+    """`models/` of this checkout: the default embedder and gate shipped with the repository (see models/README.md)."""
+    return Path(__file__).resolve().parents[2] / "models"
+
+
+def _shipped_embedder() -> str | None:
+    folder = shipped_models_dir() / "embedder"
+    return str(folder) if (folder / "nexus-tuning.json").is_file() else None
+
+
 class GateSettings(BaseSettings):
     """Example: `NEXUS_GATE_MODEL=/models/my-gate nexus gate eval ...`."""
 
@@ -60,7 +70,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NEXUS_", env_nested_delimiter="__", extra="ignore")
 
     cache_dir: Path = Field(Path(".nexus-cache"), description="where indexes and trained models are kept")
-    embedder: str | None = Field(None, description="sentence-transformers folder; default: packaged all-MiniLM-L6-v2")
+    embedder: str | None = Field(default_factory=_shipped_embedder,
+                                 description="sentence-transformers folder; default: the tuned embedder shipped in models/embedder, "
+                                             "else the packaged all-MiniLM-L6-v2 ('minilm' selects the packaged one)")
     # Both chosen on three BFCL dev registries (seeds 1-3, tools disjoint from the seed-0 test registry) by
     # `nexus bench constants`: lexical 0.0/0.1/0.2/0.3/0.5 gave mean top-1 0.825/0.861/0.860/0.859/0.851; the name
     # bonus changed nothing there (no BFCL turn names its tool) and stays for users who do (README, issue 8).
@@ -90,5 +102,11 @@ class Settings(BaseSettings):
         return self if model is None else self.model_copy(update={"gate": self.gate.model_copy(update={"model": Path(model)})})
 
     def gate_dir(self) -> Path:
-        """The gate folder in force: NEXUS_GATE_MODEL, else the cache's default."""
-        return self.gate.model or self.default_gate_dir()
+        """The gate folder in force: NEXUS_GATE_MODEL, else the cache's default when one was trained, else the gate
+        shipped in models/gate (trained for the shipped embedder)."""
+        if self.gate.model:
+            return self.gate.model
+        shipped = shipped_models_dir() / "gate"
+        if not self.default_gate_dir().is_dir() and (shipped / "nexus_gate.json").is_file():
+            return shipped
+        return self.default_gate_dir()

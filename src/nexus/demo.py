@@ -119,7 +119,7 @@ def demo_gate(slb: Any, registry: Any, settings: Any, model_dir: Path | None, tr
     if model_dir is not None and not Path(model_dir).is_dir():
         raise ConfigError(f"--gate-model {model_dir} is not a folder; train one with `nexus gate train --out {model_dir}`")
     own = settings.cache_dir / "gate" / "demo"
-    for candidate in (model_dir, settings.gate.model, settings.default_gate_dir(), own):
+    for candidate in (model_dir, settings.gate_dir(), own):  # gate_dir: NEXUS_GATE_MODEL, the cache's, the shipped models/gate
         if candidate is not None and Path(candidate).is_dir():
             return load_gate(slb, registry, Path(candidate), gate_settings=settings.gate)
     if not train:

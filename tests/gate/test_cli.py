@@ -38,17 +38,19 @@ def test_train_eval_bench_and_decide_end_to_end(tmp_path, monkeypatch):
                                   "--out", str(model)])
     assert trained.exit_code == 0, trained.output
     assert json.loads(trained.stdout[trained.stdout.index("{"):])["steps"] == 2
+    refused = runner.invoke(app, ["gate", "eval", "--tools", str(tools), "--queries", str(queries), "--model", str(model)])
+    assert refused.exit_code != 0 and "training data" in str(refused.exception)  # trained on these very tools
     evaluated = runner.invoke(app, ["gate", "eval", "--tools", str(tools), "--queries", str(queries), "--model", str(model),
-                                    "--run-dir", str(tmp_path / "eval"), "--json", str(tmp_path / "eval.json")])
+                                    "--allow-overlap", "--run-dir", str(tmp_path / "eval"), "--json", str(tmp_path / "eval.json")])
     assert evaluated.exit_code == 0, evaluated.output
     result = json.loads((tmp_path / "eval.json").read_text())
-    assert result["gate_n_relevant"] == 72
+    assert result["gate_n_relevant"] == 72 and result["overlap_with_training"] == len(reg)
     rows = [json.loads(line) for line in (tmp_path / "eval" / "gate_rows.jsonl").read_text().splitlines()]
     relevant = [r for r in rows if r["gold"]]  # the report is its raw rows, summarised
     assert result["top1_gate"] == pytest.approx(sum(r["top1"] == r["gold"] for r in relevant) / len(relevant))
     assert (tmp_path / "eval" / "reliability.png").is_file() and (tmp_path / "eval" / "risk_coverage.png").is_file()
     bench = runner.invoke(app, ["bench", "routing", "--tools", str(tools), "--queries", str(queries), "--gate",
-                                "--gate-model", str(model), "--scale", "0", "--run-dir", str(tmp_path / "bench"),
+                                "--gate-model", str(model), "--allow-overlap", "--scale", "0", "--run-dir", str(tmp_path / "bench"),
                                 "--json", str(tmp_path / "bench.json")])
     assert bench.exit_code == 0, bench.output
     routed = json.loads((tmp_path / "bench.json").read_text())

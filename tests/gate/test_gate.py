@@ -141,12 +141,47 @@ def test_gate_metrics_keys_and_plots(setup, tmp_path):
     result = gate_metrics(slb, reg, queries, _gate(reg, slb), tmp_path)
     for key in ("top1_gate", "coverage", "selective_accuracy", "ece", "no_tool_auroc", "gate_ms_p50", "gate_ms_p99"):
         assert key in result
-    assert result["gate_n_relevant"] == 3 and result["gate_n_no_tool"] == 1
-    assert result["top1_gate"] == pytest.approx(1.0)
+    # the query whose gold tool is missing is counted (as a wrong top-1), never dropped
+    assert result["gate_n_relevant"] == 4 and result["gate_n_no_tool"] == 1
+    assert result["gate_n_gold_missing"] == 1 and result["gate_gold_missing_ids"] == ["5"]
+    assert result["top1_gate"] == pytest.approx(0.75)
     for plot in ("risk_coverage.png", "reliability.png"):
         assert (tmp_path / plot).read_bytes()[:4] == b"\x89PNG" and (tmp_path / plot).stat().st_size > 5000
-    assert len((tmp_path / "gate_rows.jsonl").read_text().splitlines()) == 4
+    assert len((tmp_path / "gate_rows.jsonl").read_text().splitlines()) == 5
     assert np.isfinite(result["gate_ms_p50"])
+
+
+def test_a_route_on_a_no_tool_turn_counts_against_selective_accuracy(setup):
+    """Regression (issue 8): selective accuracy was measured on relevant turns only."""
+    from nexus.gate.bench import gate_metrics
+
+    reg, slb = setup
+    queries = [{"id": "1", "query": "send an email to Bob", "tool": "send_email"},
+               {"id": "2", "query": "weather forecast for Paris", "tool": "get_weather"},
+               {"id": "3", "query": "send an email, I said, but never mind", "tool": None}]
+    # everything routes (route threshold 0, no NO_TOOL): the no-tool turn's ROUTE is the one error of three
+    result = gate_metrics(slb, reg, queries, _gate(reg, slb, Thresholds(route=0.0, no_tool=float("inf"), fallback=float("inf"), multi=2.0)))
+    assert result["actions_relevant"]["route"] == 2 and result["actions_no_tool"]["route"] == 1
+    assert result["route_on_no_tool"] == 1
+    assert result["coverage"] == pytest.approx(1.0)
+    assert result["selective_accuracy"] == pytest.approx(2 / 3)
+    assert result["selective_accuracy_relevant_only"] == pytest.approx(1.0)
+
+
+def test_benchmark_refuses_a_gate_trained_on_the_evaluated_tools(setup):
+    from nexus.gate.bench import OverlapError, check_disjoint
+    from nexus.gate.data import tools_fingerprint
+
+    reg, slb = setup
+    model = _gate(reg, slb).model
+    trained_on = [Tool("Weather_1_GetWeather", "something else", OBJ, "x"),
+                  Tool("mail", "Send an email message to a recipient", OBJ, "x")]   # same description as send_email
+    model.header = replace(model.header, training={"tools_fingerprint": tools_fingerprint(trained_on)})
+    with pytest.raises(OverlapError, match="1 of the 6 evaluated tools"):
+        check_disjoint(model, reg)
+    assert check_disjoint(model, reg, allow_overlap=True) == ["send_email"]
+    model.header = replace(model.header, training={"tools_fingerprint": tools_fingerprint([Tool("x", "y", OBJ, "x")])})
+    assert check_disjoint(model, reg) == []
 
 
 def test_each_request_of_a_several_request_turn_keeps_its_best_tool_in_the_shortlist(setup):

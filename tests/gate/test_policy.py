@@ -144,3 +144,22 @@ def test_registry_sizes_outside_the_calibrated_range_are_clamped_not_extrapolate
     far, edge = cal.apply(ce, ce / 10, np.zeros(4), 5000), cal.apply(ce, ce / 10, np.zeros(4), 300)
     assert far.p_no_tool == edge.p_no_tool and far.p_top1 == edge.p_top1
     assert GateCalibration.from_dict(cal.to_dict()).n_tools_range == (100, 300)
+
+
+def test_route_threshold_is_certified_with_no_tool_turns_counted_as_errors():
+    """Regression (issue 8): a ROUTE on a turn that needs no tool is an error, so confident-looking no-tool turns
+    must raise the ROUTE threshold (or switch ROUTE off), not be ignored."""
+    rng = np.random.default_rng(1)
+    z = np.zeros(3)
+    relevant = [ScoredTurn(np.array([m, -4.0, -4.0]), z, z, np.array([True, False, False]), False)
+                for m in rng.uniform(1, 8, 400)]
+    # no-tool turns that look like the most confident relevant ones (and that NO_TOOL cannot catch: max_ce is high)
+    tricky = [ScoredTurn(np.array([m, -4.0, -4.0]), z, z, np.zeros(3, bool), True) for m in rng.uniform(6, 8, 40)]
+    targets = RiskTargets(route=0.01, z=0.0, no_tool_share=0.2)
+    ident = GateCalibration.identity()
+    alone = with_thresholds(ident, relevant, targets)
+    mixed = with_thresholds(ident, relevant + tricky, targets)
+    assert alone.report["selective_accuracy"] == 1.0
+    assert mixed.thresholds.route > alone.thresholds.route
+    # what the mixed threshold routes meets the target on the mix it was certified on
+    assert mixed.report["selective_accuracy"] >= 0.99 or mixed.thresholds.route == math.inf

@@ -93,9 +93,9 @@ def build_slb(tools: Path | Sequence[Path], nexus: Any) -> tuple[Registry, Seman
 
 
 def run_routing(tools: Path | Sequence[Path], queries_path: Path, nexus: Any, run_dir: Path,
-                gate: bool = False) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
+                gate: bool = False, allow_overlap: bool = False) -> tuple[dict[str, Any], SemanticLookasideBuffer, list[dict]]:
     """Evaluate one (tools, queries) pair with the facade's parts (`nexus.Nexus`: embedder, weights and, with
-    `gate`, its trained gate); return the result and the built SLB and queries for reuse."""
+    `gate`, its trained gate, refused when it trained on these tools unless `allow_overlap`); return the result and the built SLB and queries for reuse."""
     from nexus.datasets import read_query_records as read_queries
 
     registry, slb, build_s = build_slb(tools, nexus)
@@ -104,11 +104,13 @@ def run_routing(tools: Path | Sequence[Path], queries_path: Path, nexus: Any, ru
     result["build_s"] = build_s
     write_jsonl(run_dir / f"per_query_{len(slb)}.jsonl", rows)
     if gate:
-        from nexus.gate.bench import gate_metrics
+        from nexus.gate.bench import check_disjoint, gate_metrics
 
         sub_dir = run_dir / f"gate_{len(slb)}"
         sub_dir.mkdir(exist_ok=True)
-        result.update(gate_metrics(slb, registry, queries, nexus.make_gate(slb, registry), sub_dir))
+        boundary = nexus.make_gate(slb, registry)
+        result["overlap_with_training"] = len(check_disjoint(boundary.model, registry, allow_overlap))
+        result.update(gate_metrics(slb, registry, queries, boundary, sub_dir))
     return result, slb, queries
 
 

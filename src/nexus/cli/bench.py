@@ -28,6 +28,7 @@ def routing(
     scale: int = typer.Option(10_000, help="also time lookups on a table tiled to this many rows (0: skip)"),
     gate: bool = typer.Option(False, "--gate", help="rerank and decide with the boundary gate"),
     gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: the cache's)"),
+    allow_overlap: bool = typer.Option(False, "--allow-overlap", help="with --gate: measure even if the gate trained on tools of the registry (not tool-disjoint)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here"),
     run_dir: Optional[Path] = typer.Option(None, help="run folder (default: runs/<time>-routing)"),
 ) -> None:
@@ -61,7 +62,7 @@ def routing(
     results = []
     for tools_path, queries_path in cases:
         err.print(f"[bold]routing[/] {', '.join(map(str, tools_path))}")
-        result, slb, loaded = bench.run_routing(tools_path, queries_path, nexus, folder, gate=gate)
+        result, slb, loaded = bench.run_routing(tools_path, queries_path, nexus, folder, gate=gate, allow_overlap=allow_overlap)
         results.append(result)
         err.print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in result.items()})
     if scale:

@@ -38,8 +38,15 @@ def _threads(n: int) -> None:
 
 @app.command("train")
 def train(
-    tools: List[Path] = typer.Option(..., help="training registry: tools file(s) (MCP, OpenAI or BFCL form)"),
-    queries: List[Path] = typer.Option([], help="labelled turns JSONL ({id, query, tool}); tool null = no tool"),
+    tools: List[Path] = typer.Option([], help="training registry: tools file(s) (MCP, OpenAI or BFCL form)"),
+    queries: List[Path] = typer.Option([], help="labelled turns JSONL ({id, query, tool}) for --tools; tool null = no tool"),
+    data: List[Path] = typer.Option([], help="dataset folder(s) in the generic form (tools.json + queries.jsonl), or a "
+                                    "folder of them (e.g. ../shared/data/train); each folder is its own source"),
+    exclude: List[Path] = typer.Option([], help="tools file(s) of evaluation registries: their tools (name, SGD family, "
+                                       "description) and the turns needing them are left out of --data"),
+    skip_source: List[str] = typer.Option([], help="dataset folder name(s) to leave out (leave-one-source-out)"),
+    max_per_source: Optional[int] = typer.Option(None, help="cap on each source's labelled (and no-tool) turns"),
+    max_calibration: Optional[int] = typer.Option(None, help="cap on calibration turns per class (scoring time)"),
     self_supervised: bool = typer.Option(True, "--self/--no-self", help="also train on pseudo-queries from the tools' docs"),
     base: Optional[Path] = typer.Option(None, help="HF cross-encoder/encoder folder to start from (default: packaged MiniLM)"),
     scorer: Optional[str] = typer.Option(None, help="segment-cosine (encoder folders) | cross-encoder (HF reranker folders); default NEXUS_GATE_SCORER"),
@@ -54,22 +61,37 @@ def train(
     from dataclasses import asdict, replace
 
     from nexus.config import Settings
+    from nexus.datasets import read_datasets
     from nexus.gate.training import TrainConfig, train_gate
+    from nexus.registry import Registry, load_tools_file
 
     settings = Settings()
     gs = settings.gate
     _threads(gs.training_threads())
-    registry = load_registry(tools)
+    if not tools and not data:
+        raise typer.BadParameter("give --tools (with --queries) and/or --data")
+    registry = load_registry(tools) if tools else Registry()
     turns = _labelled(queries, registry)
+    if data:
+        excluded = [t for path in exclude for t in load_tools_file(path)]
+        extra, more, stats = read_datasets(data, excluded, max_per_source, skip_source, seed)
+        for source in extra.sources():
+            if source in registry.sources():
+                raise typer.BadParameter(f"dataset folder {source!r} clashes with a --tools source of the same name")
+            registry.set_source(source, extra.source_tools(source))
+        names = registry.name_index()
+        keyed = {(t.origin, t.name): k for k, t in registry.items()}
+        turns += [replace(t, tools=tuple(keyed.get((t.source, extra.get(k).name), names.get(k, k)) for k in t.tools)) for t in more]
+        err.print(f"[bold]datasets[/] {json.dumps(stats)}")
     gs = gs.model_copy(update={k: v for k, v in (("base_model", base), ("scorer", scorer)) if v is not None})
-    config = TrainConfig.from_settings(gs, seed=seed, time_budget_s=time_budget)
+    config = TrainConfig.from_settings(gs, seed=seed, time_budget_s=time_budget, max_calibration_turns=max_calibration)
     if steps is not None:
         config = replace(config, max_steps=steps)
     if epochs is not None:
         config = replace(config, epochs=epochs)
     err.print(f"[bold]gate train[/] {len(registry)} tools, {len(turns)} labelled turns, self-supervision {'on' if self_supervised else 'off'}")
     slb = _slb(registry, settings)
-    target = out or settings.gate_dir()
+    target = out or settings.gate.model or settings.default_gate_dir()  # never into the shipped models/gate
     model, report = train_gate(registry, slb, turns, self_supervised, config, target, progress=_progress_bar())
     text = json.dumps({"model": str(target), **asdict(report)}, indent=2, default=str)
     if json_out:
@@ -104,9 +126,19 @@ def calibrate(
 
 
 def _progress_bar():
-    """A rich progress bar on a TTY; plain log lines otherwise."""
+    """A rich progress bar on a TTY; plain progress lines on stderr otherwise (every 5 % and at the end)."""
     if not sys.stderr.isatty():
-        return None
+        import time
+
+        start, last = time.perf_counter(), {}
+
+        def lines(stage: str, done: int, total: int, loss: float) -> None:
+            step = max(1, total // 20)
+            if done == total or done - last.get(stage, 0) >= step:
+                last[stage] = done
+                print(f"{stage} {done}/{total} loss {loss:.3f} {time.perf_counter() - start:.0f}s", file=sys.stderr, flush=True)
+
+        return lines
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]:.3f}"),
@@ -123,6 +155,18 @@ def _progress_bar():
             bar.stop()
 
     return update
+
+
+@app.command("export")
+def export(
+    model: Path = typer.Option(..., help="a gate folder saved by `nexus gate train`"),
+    out: Path = typer.Option(..., help="where the compact copy goes (e.g. models/gate)"),
+) -> None:
+    """Write a compact copy of a gate (changed tensors in fp16, ~22 MB; calibration and fingerprint kept)."""
+    from nexus.gate.model import export_compact
+
+    exported = export_compact(model, out)
+    print(json.dumps({"model": str(out), "weights_sha256": exported.header.weights_sha256}, indent=2))
 
 
 @app.command("pool")
@@ -150,6 +194,8 @@ def evaluate(
     queries: Path = typer.Option(..., help="queries JSONL ({id, query, tool}); tool null = no tool"),
     model: Optional[Path] = typer.Option(None, help="gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
     multi_src: Optional[Path] = typer.Option(None, "--multi", help="BFCL folder: also report complete-set recall on parallel_multiple"),
+    multi_split: str = typer.Option("test", help="half of the parallel_multiple turns to measure: test | dev (to choose rules on) | all"),
+    allow_overlap: bool = typer.Option(False, "--allow-overlap", help="measure even if the gate trained on tools of this registry (figures not tool-disjoint)"),
     run_dir: Optional[Path] = typer.Option(None, help="where rows, plots and the result go"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here"),
 ) -> None:
@@ -157,17 +203,22 @@ def evaluate(
     from nexus.datasets import read_query_records as read_queries
     from nexus.config import Settings
     from nexus.datasets.bfcl import bfcl_multi_call
-    from nexus.gate.bench import gate_metrics, multi_call_metrics
+    from nexus.gate.bench import check_disjoint, disjoint_multi_call, gate_metrics, multi_call_metrics, split_half
     from nexus.registry import Registry
 
     settings = Settings()
     _threads(settings.gate.threads)
     registry = load_registry([tools])
     view = _nexus(registry, settings, cache=False, model=model).sync()
+    shared = check_disjoint(view.gate.model, registry, allow_overlap)
     folder = run_dir or Path("runs") / f"gate-{tools.parent.name}"
-    result = {"n_tools": len(registry), **gate_metrics(view.slb, registry, read_queries(queries), view.gate, folder)}
+    result = {"n_tools": len(registry), "overlap_with_training": len(shared),
+              **gate_metrics(view.slb, registry, read_queries(queries), view.gate, folder)}
     if multi_src:
         mtools, mturns = bfcl_multi_call(multi_src)
+        mtools, mturns, dropped = disjoint_multi_call(mtools, mturns, (view.gate.model.header.training or {}).get("tools_fingerprint"))
+        mturns = split_half(mturns, multi_split)
+        result.update({**dropped, "multi_split": multi_split})
         mreg = Registry()
         mreg.set_source("parallel_multiple", mtools)
         mview = _nexus(mreg, settings, cache=False, model=model, embedder=view.slb.embedder).sync()

@@ -11,6 +11,7 @@ that needs no tool; `"tools": [...]` for multi-call turns and `"history": [...]`
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ class LabelledTurn:
     query: str
     tools: tuple[str, ...] = ()
     history: tuple[str, ...] = ()
+    source: str = ""          # the dataset it came from (per-source caps, leave-one-source-out)
 
 
 class QueryFileError(NexusError):
@@ -96,3 +98,35 @@ def tool_disjoint(pool: Iterable[Tool], exclude: Iterable[Tool]) -> list[Tool]:
     families = {family(t.name) for t in exclude}
     descriptions = {norm_description(t.description) for t in exclude if t.description.strip()}
     return [t for t in pool if not conflicts(t, families, descriptions, names)]
+
+
+# -- fingerprints of training tools ---------------------------------------------------------------
+def _h(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def tools_fingerprint(tools: Iterable[Tool]) -> dict:
+    """What a gate (or embedder) was trained on, by the tool-disjointness rule (name, SGD family, normalised
+    description), as short hashes: stored in the model header so a benchmark can refuse an overlapping registry.
+
+    >>> fp = tools_fingerprint([Tool("Weather_1_GetWeather", "Get the weather", {"type": "object"}, "s")])
+    >>> overlapping(fp, [Tool("Weather_2_GetWeather", "Other text", {"type": "object"}, "t"),
+    ...                  Tool("get_time", "Get the time", {"type": "object"}, "t")])
+    ['Weather_2_GetWeather']
+    """
+    tools = list(tools)
+    return {"rule": "name|sgd-family|normalised-description sha256[:16]", "n_tools": len(tools),
+            "names": sorted({_h(t.name) for t in tools}),
+            "families": sorted({_h(family(t.name)) for t in tools}),
+            "descriptions": sorted({_h(norm_description(t.description)) for t in tools if t.description.strip()})}
+
+
+def overlapping(fingerprint: dict, tools: Iterable[Tool]) -> list[str]:
+    """Names of `tools` that a fingerprinted training set shares (by name, SGD family or normalised description)."""
+    names, fams, descs = (set(fingerprint.get(k) or ()) for k in ("names", "families", "descriptions"))
+    out = []
+    for t in tools:
+        desc = norm_description(t.description)
+        if _h(t.name) in names or _h(family(t.name)) in fams or (desc and _h(desc) in descs):
+            out.append(t.name)
+    return out

@@ -2,15 +2,19 @@
 training pool and multi-call turns are built in `nexus.datasets.bfcl`).
 
 `gate_metrics(slb, registry, queries, gate, run_dir)` returns `top1_gate`, `coverage` (share of relevant
-turns decided ROUTE), `selective_accuracy` (accuracy of those), `ece` (of p_top1 on relevant turns, 15
-bins), `no_tool_auroc` (p_no_tool, `tool: null` turns vs relevant ones), `gate_ms_p50`, `gate_ms_p99`, and
-more; raw rows go to `run_dir/gate_rows.jsonl`, plots to `risk_coverage.png` and `reliability.png`.
+turns decided ROUTE), `selective_accuracy` (correct ROUTEs / all ROUTEs over relevant *and* no-tool turns: a
+ROUTE on a turn that needs no tool is an error), `route_on_no_tool`, `no_tool_precision` / `no_tool_recall`,
+the actions per class, `ece` (of p_top1 on relevant turns, 15 bins), `no_tool_auroc` (p_no_tool, `tool: null`
+turns vs relevant ones), `gate_ms_p50`, `gate_ms_p99`, and more. A query whose gold tool is not in the registry
+is counted (`gate_n_gold_missing`, with its ids) and scored as a wrong top-1 and a wrong ROUTE, never dropped.
+Raw rows go to `run_dir/gate_rows.jsonl`, plots to `risk_coverage.png` and `reliability.png`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,14 +32,41 @@ log = logging.getLogger(__name__)
 
 
 def load_gate(path: str | Path | None = None) -> GateModel:
-    """A saved gate model; `None` means the cache's default (`<cache_dir>/gate/default`)."""
+    """A saved gate model; `None` means the one in force (`Settings.gate_dir()`: NEXUS_GATE_MODEL, the cache's
+    default, or the gate shipped in models/gate)."""
     if path is None:
         from nexus.config import Settings
 
-        path = Settings().default_gate_dir()
+        path = Settings().gate_dir()
         if not path.exists():
-            raise GateModelError(f"no gate model in the cache ({path}); train one with `nexus gate train` or pass --gate-model")
+            raise GateModelError(f"no gate model at {path}; train one with `nexus gate train` or pass --gate-model")
     return GateModel.load(path)
+
+
+class OverlapError(GateModelError):
+    """The gate was trained on tools of the registry it is asked to be measured on."""
+
+
+def check_disjoint(model: GateModel, registry: Registry, allow_overlap: bool = False) -> list[str]:
+    """Names of the registry's tools the gate was trained on (by name, SGD family or normalised description).
+
+    Measuring a gate on tools it trained on flatters it, so this raises `OverlapError` unless `allow_overlap`
+    (then it logs a warning and the result carries the overlap). A gate without a fingerprint is reported too."""
+    fingerprint = (model.header.training or {}).get("tools_fingerprint")
+    if fingerprint is None:
+        log.warning("the gate model records no training-tools fingerprint: tool-disjointness cannot be checked")
+        return []
+    from nexus.datasets import overlapping
+
+    shared = overlapping(fingerprint, [registry.get(k) for k in registry.keys()])
+    if shared:
+        what = (f"{len(shared)} of the {len(registry)} evaluated tools were in the gate's training data "
+                f"(by name, SGD family or description), e.g. {', '.join(shared[:5])}")
+        if not allow_overlap:
+            raise OverlapError(f"{what}; its figures would flatter it. Train a gate with these tools excluded "
+                               f"(`nexus gate train --exclude <tools.json>`), or pass --allow-overlap to measure anyway")
+        log.warning("%s: the figures are NOT tool-disjoint", what)
+    return shared
 
 
 def _pct(values: Sequence[float], q: float) -> float:
@@ -52,23 +83,28 @@ def gate_metrics(slb: SemanticLookasideBuffer, registry: Registry, queries: Sequ
     for q in queries:
         name = q.get("tool")
         gold = mapping.get(name) if name else None
-        if name and gold is None:
-            continue  # gold tool not in this registry: not a routing question
         history = q.get("history") or ()
         hits = slb.search(q["query"], k=gate.k)
         decision = gate.decide(q["query"], history=history, hits=hits)
         keys = [h.key for h in decision.candidates]
         rows.append({
-            "id": q.get("id"), "gold": gold, "action": decision.action.value, "top1": keys[0] if keys else None,
+            # a gold tool missing from the registry keeps its name: it can never be matched, so it counts as wrong
+            "id": q.get("id"), "gold": gold or name, "gold_missing": bool(name and gold is None),
+            "action": decision.action.value, "top1": keys[0] if keys else None,
             "slb_top1": hits[0].key if hits else None, "candidates": keys, "p_top1": decision.p_top1,
             "p_no_tool": decision.p_no_tool, "gate_ms": decision.gate_ms,
             "in_topk": bool(gold and gold in {h.key for h in hits}),
         })
     rel = [r for r in rows if r["gold"]]
     nt = [r for r in rows if not r["gold"]]
-    correct = np.array([r["top1"] == r["gold"] for r in rel], dtype=float)
+    missing = [r["id"] for r in rel if r["gold_missing"]]
+    if missing:
+        log.warning("%d queries name a gold tool missing from the registry; counted as wrong", len(missing))
+    correct = np.array([r["top1"] == r["gold"] and not r["gold_missing"] for r in rel], dtype=float)
     p_top1 = np.array([r["p_top1"] for r in rel])
     routed = np.array([r["action"] == Action.ROUTE.value for r in rel], dtype=bool)
+    routed_nt = sum(1 for r in nt if r["action"] == Action.ROUTE.value)
+    n_routed = int(routed.sum()) + routed_nt
     p_nt = np.array([r["p_no_tool"] for r in rows])
     is_nt = np.array([not r["gold"] for r in rows])
     shortlisted = [r for r in rel if r["action"] == Action.SHORTLIST.value]
@@ -76,20 +112,24 @@ def gate_metrics(slb: SemanticLookasideBuffer, registry: Registry, queries: Sequ
     ms = [r["gate_ms"] for r in rows]
     result: dict[str, Any] = {
         "gate_model": str(getattr(gate.model.scorer, "path", gate.model.header.base_model)),
-        "gate_n_relevant": len(rel), "gate_n_no_tool": len(nt),
+        "gate_n_relevant": len(rel), "gate_n_no_tool": len(nt), "gate_n_gold_missing": len(missing),
+        "gate_gold_missing_ids": missing[:50],
         "top1_slb": float(np.mean([r["slb_top1"] == r["gold"] for r in rel])) if rel else float("nan"),
         "top1_gate": float(correct.mean()) if rel else float("nan"),
         "topk_slb": float(np.mean([r["in_topk"] for r in rel])) if rel else float("nan"),
         "coverage": float(routed.mean()) if rel else float("nan"),
-        "selective_accuracy": float(correct[routed].mean()) if routed.any() else float("nan"),
+        # correct ROUTEs / all ROUTEs, relevant and no-tool turns together (a ROUTE on a no-tool turn is wrong)
+        "selective_accuracy": float(correct[routed].sum() / n_routed) if n_routed else float("nan"),
+        "selective_accuracy_relevant_only": float(correct[routed].mean()) if routed.any() else float("nan"),
+        "route_on_no_tool": routed_nt,
         "ece": expected_calibration_error(p_top1, correct) if rel else float("nan"),
         "no_tool_auroc": auroc(p_nt, is_nt) if nt and rel else float("nan"),
         "ece_no_tool": expected_calibration_error(p_nt, is_nt) if rows else float("nan"),
         "no_tool_precision": float(np.mean([not r["gold"] for r in decided_nt])) if decided_nt else float("nan"),
         "no_tool_recall": float(np.mean([r["action"] == Action.NO_TOOL.value for r in nt])) if nt else float("nan"),
         "shortlist_recall": float(np.mean([r["gold"] in r["candidates"] for r in shortlisted])) if shortlisted else float("nan"),
-        "actions_relevant": dict(Counter(r["action"] for r in rel)),
-        "actions_no_tool": dict(Counter(r["action"] for r in nt)),
+        "actions_relevant": {a.value: sum(1 for r in rel if r["action"] == a.value) for a in Action},
+        "actions_no_tool": {a.value: sum(1 for r in nt if r["action"] == a.value) for a in Action},
         "thresholds": gate.model.calibration.thresholds.to_dict(),
         "gate_ms_p50": _pct(ms, 50), "gate_ms_p99": _pct(ms, 99),
     }
@@ -191,3 +231,27 @@ def multi_call_metrics(gate: BoundaryGate, turns: Sequence[tuple[str, Sequence[s
         "multi_routed_share": float(np.mean([r["action"] == Action.ROUTE.value for r in rows])) if n else float("nan"),
         "multi_actions": dict(Counter(r["action"] for r in rows)),
     }
+
+
+def disjoint_multi_call(tools: Sequence[Tool], turns: Sequence[tuple[str, Sequence[str]]], fingerprint: dict | None
+                        ) -> tuple[list[Tool], list[tuple[str, list[str]]], dict]:
+    """Multi-call turns made tool-disjoint from a gate's training data: a turn needing a tool the gate trained
+    on (by name, SGD family or description) is dropped, and so is every such tool from the registry."""
+    from nexus.datasets import overlapping
+
+    seen = set(overlapping(fingerprint, tools)) if fingerprint else set()
+    kept_turns = [(q, list(names)) for q, names in turns if not seen & set(names)]
+    kept_tools = [t for t in tools if t.name not in seen]
+    return kept_tools, kept_turns, {"multi_overlap_tools": len(seen), "multi_dropped_turns": len(turns) - len(kept_turns)}
+
+
+def split_half(turns: Sequence, part: str, seed: int = 0) -> list:
+    """A fixed half of `turns` ("dev" or "test", by a seeded shuffle): choose rules on dev, report test."""
+    if part not in ("dev", "test", "all"):
+        raise ValueError(f"part must be dev, test or all, not {part!r}")
+    if part == "all":
+        return list(turns)
+    order = list(range(len(turns)))
+    random.Random(seed).shuffle(order)
+    half = set(order[: len(order) // 2])
+    return [t for i, t in enumerate(turns) if (i in half) == (part == "dev")]

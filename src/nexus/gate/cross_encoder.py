@@ -171,6 +171,7 @@ class SegmentCosineScorer(_TorchPairScorer):
     """
 
     HEAD_FILE = "segment_head.json"
+    COMPACT_FILE = "encoder.safetensors"   # compact save: changed tensors only, rebuilt on the packaged MiniLM
 
     def __init__(self, path: str | Path | None = None, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 32,
                  seed: int = 0, quantize: bool = False, scale: float = 20.0):
@@ -179,13 +180,19 @@ class SegmentCosineScorer(_TorchPairScorer):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        folder = _model_folder(path, "encoder")
+        compact = Path(path) / self.COMPACT_FILE if path else None
+        folder = Path(path) if compact is not None and compact.is_file() else _model_folder(path, "encoder")
+        source = default_base_model() if compact is not None and compact.is_file() else folder
         _set_seed(seed)
         try:
-            encoder = AutoModel.from_pretrained(str(folder), local_files_only=True)
-            self._tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            encoder = AutoModel.from_pretrained(str(source), local_files_only=True)
+            self._tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
         except Exception as exc:  # transformers raises many types for unusable folders
-            raise ModelError(f"cannot load encoder from {folder}: {exc}") from None
+            raise ModelError(f"cannot load encoder from {source}: {exc}") from None
+        if source != folder:
+            from nexus.slb.compact import load_compact
+
+            load_compact(encoder, source, compact)
         head = torch.nn.Module()
         saved = folder / self.HEAD_FILE
         params = json.loads(saved.read_text()) if saved.is_file() else {"scale": scale, "bias": 0.0}
@@ -229,13 +236,20 @@ class SegmentCosineScorer(_TorchPairScorer):
             self.network["encoder"] = _quantize_linear(self.network["encoder"])
             self.quantized = True
 
-    def save(self, folder: Path) -> None:
+    def save(self, folder: Path, compact: bool = False) -> None:
+        """A Hugging Face folder, or with `compact` (a gate trained from the packaged MiniLM with frozen word
+        embeddings) only the changed tensors in fp16 (`nexus.slb.compact`)."""
         import json
 
         if self.quantized:
             raise ModelError("a quantised scorer cannot be saved; save before quantize()")
-        self.network["encoder"].save_pretrained(str(folder))
-        self._tokenizer.save_pretrained(str(folder))
+        if compact:
+            from nexus.slb.compact import save_compact
+
+            save_compact(self.network["encoder"], default_base_model(), Path(folder) / self.COMPACT_FILE)
+        else:
+            self.network["encoder"].save_pretrained(str(folder))
+            self._tokenizer.save_pretrained(str(folder))
         head = self.network["head"]
         (Path(folder) / self.HEAD_FILE).write_text(json.dumps({"scale": float(head.scale.detach()), "bias": float(head.bias.detach())}))
 

