@@ -6,9 +6,10 @@ set -euo pipefail
 DATA=${DATA:-../shared/data}
 WORK=${WORK:-.nexus-cache/build-models}
 NEXUS=${NEXUS:-.venv/bin/nexus}
-STEPS=${STEPS:-600}
-CAP=${CAP:-800}
+STEPS=${STEPS:-300}
+CAP=${CAP:-500}
 mkdir -p "$WORK"
+export NEXUS_LEXICAL_WEIGHT=${NEXUS_LEXICAL_WEIGHT:-0.1}  # the SLB weights the gate is calibrated with (config default)
 run() { echo "+ $*" >&2; nice -n 10 "$@"; }
 
 # 1. the evaluation registries (their tools are never trained on)
@@ -21,10 +22,10 @@ run $NEXUS gate pool --src "$DATA/bfcl" "${EXCLUDE[@]}" --out "$WORK/bfcl_pool"
 rm -rf "$WORK/embedder"
 NEXUS_EMBEDDER=minilm run $NEXUS slb tune --data "$WORK/bfcl_pool" --data "$DATA/train" \
   --exclude-tools "$WORK/t1000/tools.json" --exclude-tools "$WORK/t250/tools.json" \
-  --max-per-source "$CAP" --epochs 1 --seed 0 --compact --out "$WORK/embedder"
+  --max-per-source "$CAP" --max-length 64 --epochs 1 --seed 0 --compact --out "$WORK/embedder"
 # 4. the gate, on the tuned embedder's SLB: labelled turns of every source, no-tool turns, no pseudo-queries
 NEXUS_EMBEDDER="$WORK/embedder" run $NEXUS gate train --data "$WORK/bfcl_pool" --data "$DATA/train" "${EXCLUDE[@]}" \
-  --no-self --max-per-source "$CAP" --max-calibration 600 --steps "$STEPS" --seed 0 --out "$WORK/gate" --json "$WORK/gate-train.json"
+  --no-self --max-per-source "$CAP" --max-calibration 400 --steps "$STEPS" --seed 0 --out "$WORK/gate" --json "$WORK/gate-train.json"
 # 5. compact copies into models/ (changed tensors in fp16, rebuilt on the packaged MiniLM when loaded)
 rm -rf models/embedder && mkdir -p models && cp -r "$WORK/embedder" models/embedder
 run $NEXUS gate export --model "$WORK/gate" --out models/gate

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from nexus.gate.data import TrainingDataError, dataset_folders, overlapping, read_datasets, tools_fingerprint
+from nexus.datasets import QueryFileError, dataset_folders, overlapping, read_datasets, tools_fingerprint
 from nexus.registry import Tool
 
 OBJ = {"type": "object", "properties": {}}
@@ -59,5 +59,5 @@ def test_per_source_cap_and_skipped_sources(train_dir):
 
 
 def test_a_path_that_is_no_dataset_is_an_error(tmp_path):
-    with pytest.raises(TrainingDataError, match="neither a dataset folder"):
+    with pytest.raises(QueryFileError, match="neither a dataset folder"):
         dataset_folders([tmp_path])

@@ -170,7 +170,7 @@ def test_a_route_on_a_no_tool_turn_counts_against_selective_accuracy(setup):
 
 def test_benchmark_refuses_a_gate_trained_on_the_evaluated_tools(setup):
     from nexus.gate.bench import OverlapError, check_disjoint
-    from nexus.gate.data import tools_fingerprint
+    from nexus.datasets import tools_fingerprint
 
     reg, slb = setup
     model = _gate(reg, slb).model

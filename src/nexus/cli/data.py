@@ -36,3 +36,30 @@ def bfcl(
     tools, queries = build_dataset(src, size, seed, no_tool, exclude_tools, exclude_ids)
     write_dataset(out, tools, queries)
     Console(stderr=True).print(f"wrote {len(tools)} tools and {len(queries)} queries to {out}")
+
+
+@app.command("heldout")
+def heldout(
+    src: Path = typer.Option(..., help="a dataset folder in the generic form (e.g. ../shared/data/train/no_tool)"),
+    out: Path = typer.Option(..., help="queries JSONL to write"),
+    model: Path = typer.Option(None, help="gate folder whose training requests are left out (default: the gate in force)"),
+    n: int = typer.Option(300, help="how many requests (a seeded sample)"),
+    seed: int = typer.Option(0, help="random seed"),
+) -> None:
+    """Requests of a dataset folder that the gate never trained or calibrated on (by its queries fingerprint)."""
+    import json
+    import random
+
+    from nexus.config import Settings
+    from nexus.datasets import query_hash, read_query_records
+    from nexus.gate.model import GateModel
+
+    header = GateModel.read_header(model or Settings().gate_dir())
+    seen = set((header.training or {}).get("queries_fingerprint") or ())
+    records = [r for r in read_query_records(src / "queries.jsonl") if query_hash(r["query"]) not in seen]
+    random.Random(seed).shuffle(records)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as handle:
+        for rec in records[:n]:
+            handle.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    Console(stderr=True).print(f"wrote {min(n, len(records))} of {len(records)} unseen requests to {out}")

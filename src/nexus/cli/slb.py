@@ -26,6 +26,7 @@ def tune(
     max_per_source: Optional[int] = typer.Option(None, help="cap on each source's pairs (BFCL counts as one source)"),
     skip_source: List[str] = typer.Option([], help="dataset folder name(s) to leave out"),
     epochs: int = typer.Option(1, help="passes over the pairs"),
+    max_length: int = typer.Option(128, help="tokens per text (tool texts are cut here; 64 keeps name and description)"),
     seed: int = typer.Option(0, help="random seed (pair order, per-source samples)"),
     compact: bool = typer.Option(False, "--compact", help="freeze word embeddings and save only the changed tensors "
                                  "in fp16 (~22 MB; rebuilt on the packaged MiniLM when loaded)"),
@@ -60,7 +61,7 @@ def tune(
                 pairs.append((turn.query, retrieval_text(turn.tools[0], registry.get(turn.tools[0]))))
                 counts[turn.source] = counts.get(turn.source, 0) + 1
     err.print(f"{len(pairs)} training pairs {counts} ({len(excluded)} evaluation tools excluded)")
-    recipe = TuningRecipe(epochs=epochs, seed=seed, freeze_embeddings=compact)
+    recipe = TuningRecipe(epochs=epochs, seed=seed, freeze_embeddings=compact, max_seq_length=max_length)
     meta = {"command": "nexus slb tune " + shlex.join(sys.argv[3:] if sys.argv[1:3] == ["slb", "tune"] else sys.argv[1:]),
             "pairs_per_source": counts, "excluded_tools": len(excluded)}
     losses = tune_embedder(pairs, out, recipe=recipe, compact=compact, meta=meta)

@@ -121,6 +121,19 @@ def tools_fingerprint(tools: Iterable[Tool]) -> dict:
             "descriptions": sorted({_h(norm_description(t.description)) for t in tools if t.description.strip()})}
 
 
+def query_hash(text: str) -> str:
+    return _h(" ".join(text.lower().split()))
+
+
+def queries_fingerprint(texts: Iterable[str]) -> list[str]:
+    """Short hashes of the (normalised) requests a model was trained or calibrated on: a test set can leave them out.
+
+    >>> queries_fingerprint(["Thanks!", "thanks!  "]) == [query_hash("THANKS!")]
+    True
+    """
+    return sorted({query_hash(t) for t in texts})
+
+
 def overlapping(fingerprint: dict, tools: Iterable[Tool]) -> list[str]:
     """Names of `tools` that a fingerprinted training set shares (by name, SGD family or normalised description)."""
     names, fams, descs = (set(fingerprint.get(k) or ()) for k in ("names", "families", "descriptions"))

@@ -110,7 +110,11 @@ def gate_metrics(slb: SemanticLookasideBuffer, registry: Registry, queries: Sequ
     shortlisted = [r for r in rel if r["action"] == Action.SHORTLIST.value]
     decided_nt = [r for r in rows if r["action"] == Action.NO_TOOL.value]
     ms = [r["gate_ms"] for r in rows]
+    from nexus.datasets import query_hash
+
+    seen = set((gate.model.header.training or {}).get("queries_fingerprint") or ())
     result: dict[str, Any] = {
+        "gate_n_queries_seen_in_training": sum(1 for q in queries if query_hash(q["query"]) in seen),
         "gate_model": str(getattr(gate.model.scorer, "path", gate.model.header.base_model)),
         "gate_n_relevant": len(rel), "gate_n_no_tool": len(nt), "gate_n_gold_missing": len(missing),
         "gate_gold_missing_ids": missing[:50],

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 # The readers and the tool-equivalence rules live in `nexus.datasets` (shared with the benchmarks).
 from nexus.datasets.queries import (  # noqa: F401 - re-exported for the gate's own modules
     LabelledTurn, QueryFileError, conflicts, equivalence_key, family, norm_description, queries_fingerprint,
-    read_query_records, read_turns, tool_disjoint, tools_fingerprint,
+    query_hash, read_query_records, read_turns, tool_disjoint, tools_fingerprint,
 )
 from nexus.registry import Registry, Tool
 from nexus.signatures.compiler import first_sentence, split_identifier

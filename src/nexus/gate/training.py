@@ -32,6 +32,7 @@ from nexus.errors import NexusError
 from nexus.gate.cross_encoder import CrossEncoderScorer, make_scorer, tool_text
 from nexus.gate.data import (
     LabelledTurn, PairGroup, TrainingDataError, data_hash, equivalence_key, self_supervised_turns, tools_fingerprint,
+    queries_fingerprint,
 )
 from nexus.gate.model import GateHeader, GateModel
 from nexus.gate.probabilities import GateCalibration, RiskTargets, ScoredTurn, fit_calibration
@@ -436,7 +437,8 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
                   "loss_after": loss_after, "groups": counts, "n_calibration": len(scored),
                   "registry_hash": registry.content_hash(), "config": asdict(config),
                   "sources": sorted({t.source for t in labelled if t.source}),
-                  "tools_fingerprint": tools_fingerprint(registry.get(k) for k in registry.keys())},
+                  "tools_fingerprint": tools_fingerprint(registry.get(k) for k in registry.keys()),
+                  "queries_fingerprint": queries_fingerprint(t.query for t in labelled)},
         calibration=calibration.to_dict(),
     )
     model = GateModel(scorer, calibration, header)
