@@ -243,3 +243,29 @@ def test_a_ready_cross_encoder_folder_is_calibrated_not_trained(tmp_path):
     loaded = GateModel.load(tmp_path / "gate")
     pairs = (["please encrypt my contract"] * 2, ["encrypt contract: Encrypt a contract", "print photo: Print a photo"])
     assert np.allclose(loaded.scorer.score(*pairs), ready.score(*pairs), atol=1e-5)
+
+
+def test_compact_save_rebuilds_the_same_scorer_on_the_packaged_base(tiny_trained, tmp_path):
+    """models/gate ships only the tensors training changed (fp16); loading must give the scores that were calibrated."""
+    import copy
+
+    import torch
+
+    from nexus.gate.cross_encoder import SegmentCosineScorer
+    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+    from nexus.slb.compact import round_half
+
+    trained, groups, _, _ = tiny_trained
+    if not isinstance(trained, SegmentCosineScorer):
+        pytest.skip("compact saves are for the segment-cosine scorer")
+    scorer = copy.deepcopy(trained)
+    scorer.network.load_state_dict(round_half(scorer.network.state_dict()))   # what train_gate does before calibrating
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    model = GateModel.from_scorer(scorer, slb, GateCalibration.identity())
+    model.save(tmp_path / "gate", compact=True)
+    assert not (tmp_path / "gate" / "config.json").exists()
+    assert (tmp_path / "gate" / "encoder.safetensors").stat().st_size < 30e6
+    loaded = GateModel.load(tmp_path / "gate")
+    turns, docs = [g.turn for g in groups for _ in g.docs], [d for g in groups for d in g.docs]
+    torch.set_num_threads(1)
+    assert loaded.scorer.score(turns, docs) == pytest.approx(scorer.score(turns, docs), abs=1e-4)
