@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -64,6 +65,21 @@ class ServeSettings(BaseSettings):
     model_name: str = Field("nexus", description="model id route mode reports")
 
 
+class KVSettings(BaseSettings):
+    """Compiled schema KV blocks in the live path. Example: `NEXUS_KV_BLOCKS=off nexus demo`."""
+
+    model_config = SettingsConfigDict(env_prefix="NEXUS_KV_", extra="ignore")
+
+    blocks: Literal["on", "off"] = Field("on", description="inject compiled KV blocks for routed schemas and shortlist signatures (llama.cpp backend)")
+    dir: Path | None = Field(None, description="block folder; default <cache_dir>/kv")
+    budget_mb: int = Field(512, description="disk budget of the block folder (least recently used blocks evicted)")
+    audit: bool = Field(False, description="re-prefill every injected prompt too and log top-1 / KL against it and the batch noise floor (slow)")
+    repair: str = Field("suffix", description="repair method off the anchor: suffix (re-decode the block's last r tokens) | epic (its first r)")
+    threshold: int = Field(256, description="drift (positions off the anchor) beyond which a block is re-prefilled")
+    per_token: float = Field(0.25, description="repair depth r = max(min_tokens, ceil(per_token * drift))")
+    min_tokens: int = Field(8, description="least tokens re-decoded off the anchor")
+
+
 class Settings(BaseSettings):
     """All knobs of Nexus. Example: `NEXUS_EMBEDDER=/models/bge-small nexus bench routing ...`."""
 
@@ -89,6 +105,10 @@ class Settings(BaseSettings):
     serve: ServeSettings = Field(default_factory=ServeSettings, description="the servers (env prefix NEXUS_SERVE_)")
     gate: GateSettings = Field(default_factory=GateSettings, description="the boundary gate (env prefix NEXUS_GATE_; "
                                "NEXUS_GATE_K is the SLB candidates every command hands the gate)")
+    kv: KVSettings = Field(default_factory=KVSettings, description="compiled schema KV blocks (env prefix NEXUS_KV_)")
+
+    def kv_dir(self) -> Path:
+        return self.kv.dir or self.cache_dir / "kv"
 
     def index_path(self) -> Path:
         return self.cache_dir / "slb.idx"

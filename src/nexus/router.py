@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
+from nexus.config import Settings
 from nexus.gate.decision import Action, Decision
 from nexus.gate.gate import contextual_turn, is_follow_up, split_requests
+from nexus.kv import attach_blocks, detach_blocks
 from nexus.llm.base import LLMBackend, Prompt
 from nexus.llm.calls import ToolCall, ToolCaller
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line
@@ -127,10 +129,14 @@ class Router:
     """
 
     def __init__(self, registry: Registry, slb: SemanticLookasideBuffer, gate: Gate, backend: LLMBackend,
-                 k: int = 10, prompts: PromptBuilder | None = None, max_arg_tokens: int = 256):
+                 k: int = 10, prompts: PromptBuilder | None = None, max_arg_tokens: int = 256,
+                 settings: Settings | None = None):
         self.registry, self.slb, self.gate, self.backend, self.k = registry, slb, gate, backend, k
         self.caller = ToolCaller(backend, registry, prompts, max_arg_tokens)
         self._full_tokens: tuple[str, int] | None = None
+        # compiled schema KV blocks for ROUTE / SHORTLIST prompts wherever the backend can take them (NEXUS_KV_BLOCKS)
+        settings = settings or Settings()
+        self.blocks = attach_blocks(backend, settings) if settings.kv.blocks == "on" else detach_blocks(backend)
 
     def warm(self) -> int:
         """Prefill the few-shot header so the first turn starts from a warm prefix, as every later one does."""

@@ -12,7 +12,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from nexus.errors import NexusError
 
@@ -38,13 +38,14 @@ class Prompt:
 
     segments: tuple[str, ...]
     special: bool = False
+    blocks: tuple[int, ...] = ()   # indices of segments a backend may fill from compiled KV blocks (tool lines)
 
     @property
     def text(self) -> str:
         return "".join(self.segments)
 
     def extend(self, *segments: str) -> "Prompt":
-        return Prompt(self.segments + tuple(s for s in segments if s), self.special)
+        return Prompt(self.segments + tuple(s for s in segments if s), self.special, self.blocks)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,16 @@ class Selection:
     prefilled_tokens: int
     t_end: float
     scores: tuple[float, ...] = field(default=())  # per option where the backend can tell; empty otherwise
+
+
+class BlockFiller(Protocol):
+    """Fills a sequence from compiled KV blocks (`nexus.kv.KVBlocks`); a backend with a KV context of its own
+    calls it for prompts that mark block segments."""
+
+    def fill(self, ctx: Any, seq: int, tokens: list[int], spans: Sequence[tuple[int, int, str]], start: int) -> int:
+        """Make `seq` (holding tokens[:start]) hold `tokens`; `spans` = (first token, end, text) per block
+        segment. Returns the tokens computed."""
+        ...
 
 
 @runtime_checkable

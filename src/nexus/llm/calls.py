@@ -136,10 +136,11 @@ class ToolCaller:
 
     # -- the path ----------------------------------------------------------------------------------
     def attempt(self, turn: str, keys: Sequence[str], view: str, history: Sequence[Exchange] = (),
-                prior: Sequence[float] | None = None) -> _Attempt:
+                prior: Sequence[float] | None = None, blocks: bool = False) -> _Attempt:
         """Show `keys` in this order (as full schemas or signatures), pick one (unless there is one) — fused with
-        `prior`, one probability per key, when given — and decode its arguments."""
-        call = self.prompts.call_prompt(turn, self.tool_lines(keys, view), history)
+        `prior`, one probability per key, when given — and decode its arguments. `blocks`: the tool lines may
+        come from compiled KV blocks (ROUTE and SHORTLIST; FALLBACK and the baselines prefill them)."""
+        call = self.prompts.call_prompt(turn, self.tool_lines(keys, view), history, blocks=blocks)
         chosen = 0
         if len(keys) == 1:
             key = keys[0]
@@ -158,12 +159,12 @@ class ToolCaller:
         if decision.action is Action.NO_TOOL or (not decision.candidates and decision.action is not Action.FALLBACK):
             return self.answer(turn, history)
         if decision.action is Action.ROUTE:
-            first = self.attempt(turn, [decision.candidates[0].key], "schema", history)
+            first = self.attempt(turn, [decision.candidates[0].key], "schema", history, blocks=True)
         elif decision.action is Action.SHORTLIST:
             ranked = [h.key for h in decision.candidates]
             prior = rank_prior(decision.p_top1, len(ranked)) if self.fuse_prior else None
             # best-ranked last, next to the request: small models pick what they read last (measured)
-            first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None)
+            first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None, blocks=True)
         else:
             return self._fallback(turn, decision, history, fallback_order, attempts=0, errors=())
         common = dict(prompt_tokens=first.generation.prompt_tokens, prefilled_tokens=first.prefilled_tokens,

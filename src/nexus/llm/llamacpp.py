@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from nexus.errors import ModelError
-from nexus.llm.base import ContextOverflow, Generation, Prompt, Selection
+from nexus.llm.base import BlockFiller, ContextOverflow, Generation, Prompt, Selection
 from nexus.llm.native import GGUFModel, GrammarConstraint, KVContext
 
 SEGMENT_CACHE_SIZE = 16384
@@ -104,6 +104,7 @@ class LlamaCppBackend:
         self._segments: OrderedDict[tuple[str, bool], list[int]] = OrderedDict()
         self._grammars: OrderedDict[str, GrammarConstraint] = OrderedDict()
         self._newline = self.model.tokenize("\n")[-1]
+        self.blocks: BlockFiller | None = None  # compiled KV blocks for marked segments (`nexus.kv.attach_blocks`)
 
     # -- tokens and the prefix cache ---------------------------------------------------------------
     def _segment(self, text: str, special: bool) -> list[int]:
@@ -131,21 +132,37 @@ class LlamaCppBackend:
         if n_tokens + reserve > self.n_ctx:
             raise ContextOverflow(n_tokens + reserve, self.n_ctx)
 
-    def _sync(self, tokens: list[int]) -> int:
-        """Make the sequence hold exactly `tokens` with fresh logits after the last; return tokens computed."""
+    def _spans(self, prompt: Prompt) -> list[tuple[int, int, str]]:
+        """(first token, end, text) of the prompt's block segments."""
+        marked, spans = set(prompt.blocks), []
+        pos = 1 if self.model.add_bos else 0
+        for index, segment in enumerate(prompt.segments):
+            n = len(self._segment(segment, prompt.special))
+            if index in marked and n:
+                spans.append((pos, pos + n, segment))
+            pos += n
+        return spans
+
+    def _sync(self, tokens: list[int], prompt: Prompt | None = None) -> int:
+        """Make the sequence hold exactly `tokens` with fresh logits after the last; return tokens computed.
+        Block segments of `prompt` that are not cached already come from compiled KV blocks when attached."""
         held = self.context.tokens(self.seq)
         common = _common_prefix(held, tokens)
         if common == len(tokens):
             common -= 1  # the last token is re-decoded to get its logits back
         if common < len(held):
             self.context.seq_rm(self.seq, common)
+        if self.blocks is not None and prompt is not None and prompt.blocks:
+            spans = self._spans(prompt)
+            if any(first >= common for first, _, _ in spans):
+                return self.blocks.fill(self.context, self.seq, tokens, spans, common)
         self.context.decode(tokens[common:], self.seq, common)
         return len(tokens) - common
 
     def prefill(self, prompt: Prompt) -> int:
         tokens = self.tokens(prompt)
         self._fit(len(tokens), 0)
-        return self._sync(tokens)
+        return self._sync(tokens, prompt)
 
     def reset(self) -> None:
         self.context.seq_rm(self.seq)
@@ -172,7 +189,7 @@ class LlamaCppBackend:
                 node.mass += weights[index]
             if node.end is None:
                 node.end = index
-        prefilled = self._sync(tokens)
+        prefilled = self._sync(tokens, prompt)
         node, pending = root, []
         while node.children:
             if len(node.children) == 1 and node.end is None:
@@ -220,7 +237,7 @@ class LlamaCppBackend:
         tokens = self.tokens(prompt)
         self._fit(len(tokens), max_tokens)
         constraint = self._grammar(grammar) if grammar else None
-        prefilled = self._sync(tokens)
+        prefilled = self._sync(tokens, prompt)
         out = bytearray()
         t_first: float | None = None
         finished, produced, text = False, 0, ""

@@ -157,6 +157,8 @@ class KVContext:
         self.n_ctx = int(L.llama_n_ctx(self.ptr))
         self.n_batch = n_batch
         self.n_seq_max = n_seq_max
+        # what a saved sequence state depends on besides the model (flash attention stores V untransposed)
+        self.layout = f"fa{int(flash_attn)}-swafull{int(params.swa_full)}"
         self._batch = L.llama_batch_init(n_batch, 0, n_seq_max)
         self._tokens: dict[int, list[int]] = {seq: [] for seq in range(n_seq_max)}
         self._logits_ready = False
@@ -247,6 +249,48 @@ class KVContext:
         if L.llama_state_seq_set_data(self.ptr, buf, len(data), seq) == 0:
             raise ModelError(f"llama.cpp could not restore sequence {seq} (state from another model or context?)")
         self._tokens[seq] = list(tokens)
+
+    # -- spans: compiled blocks that sit at positions p0.. of a sequence, not from 0 ------------------
+    def can_shift(self) -> bool:
+        """Whether positions can be shifted (`seq_add`): false for memory that cannot re-rotate its keys."""
+        return bool(_lib().llama_memory_can_shift(self.memory))
+
+    def span_state(self, seq: int, p0: int) -> bytes:
+        """The state of positions p0.. of `seq` alone (a compiled block without the prefix it was computed
+        behind); empties the sequence."""
+        L = _lib()
+        if p0 > 0 and not L.llama_memory_seq_rm(self.memory, seq, 0, p0):
+            raise ModelError(f"llama.cpp refused to remove positions [0, {p0}) of sequence {seq}")
+        data = self.seq_state(seq)
+        L.llama_memory_seq_rm(self.memory, seq, -1, -1)
+        self._tokens[seq] = []
+        self._logits_ready = False
+        return data
+
+    def load_span(self, seq: int, data: bytes) -> None:
+        """Restore a `span_state` into `seq` (emptied first) at the positions it was saved from. The record of
+        `seq` stays empty: a span is only shifted (`seq_add`) and appended to another sequence (`append_span`)."""
+        L = _lib()
+        self.seq_rm(seq)
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if L.llama_state_seq_set_data(self.ptr, buf, len(data), seq) == 0:
+            raise ModelError(f"llama.cpp could not restore a span into sequence {seq} (state from another model or context?)")
+        self._logits_ready = False
+
+    def append_span(self, src: int, dst: int, p0: int, p1: int, tokens: Sequence[int]) -> None:
+        """Let `dst` share positions [p0, p1) of `src`, which hold `tokens`; `dst` must hold exactly p0 tokens."""
+        held = self._tokens[dst]
+        if p0 != len(held) or p1 - p0 != len(tokens):
+            raise ModelError(f"sequence {dst} holds {len(held)} tokens; cannot append {len(tokens)} at [{p0}, {p1})")
+        _lib().llama_memory_seq_cp(self.memory, src, dst, p0, p1)
+        held.extend(tokens)
+        self._logits_ready = False
+
+    def drop(self, seq: int) -> None:
+        """Empty `seq`, whatever it holds (also a span)."""
+        _lib().llama_memory_seq_rm(self.memory, seq, -1, -1)
+        self._tokens[seq] = []
+        self._logits_ready = False
 
     def clear(self) -> None:
         _lib().llama_memory_clear(self.memory, True)

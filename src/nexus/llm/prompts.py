@@ -16,7 +16,7 @@ rendered by the same functions as the live tools, so they always look alike.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
@@ -168,12 +168,17 @@ class PromptBuilder:
                 lines.append(f"Answer: {_one_line(ex.answer)}\n")
         return lines
 
-    def call_prompt(self, turn: str, tool_lines: Sequence[str], history: Sequence[Exchange] = ()) -> Prompt:
-        """The prompt that ends at `Tool:`; the tool name and `Arguments:` follow."""
+    def call_prompt(self, turn: str, tool_lines: Sequence[str], history: Sequence[Exchange] = (),
+                    blocks: bool = False) -> Prompt:
+        """The prompt that ends at `Tool:`; the tool name and `Arguments:` follow. `blocks` marks the tool lines
+        as segments a backend may fill from compiled KV blocks (computed behind the header: completion prompts)."""
         request = f"Request: {' '.join(turn.split())}\n"
         if self.chat_template:
             return self._chat(tool_lines, history, request, "Tool:")
-        return self.tools_prefix(tool_lines).extend(*self._history(history), request, "Tool:")
+        prompt = self.tools_prefix(tool_lines).extend(*self._history(history), request, "Tool:")
+        if blocks:
+            prompt = replace(prompt, blocks=tuple(range(2, 2 + len(tool_lines))))
+        return prompt
 
     def tools_prefix(self, tool_lines: Sequence[str]) -> Prompt:
         """Header and tools block: the part of a call prompt that does not depend on the turn."""

@@ -1,0 +1,71 @@
+"""The router on the packaged Gemma 3 270M with compiled KV blocks on and off: the same calls, fewer tokens
+computed once the blocks exist, and the audit's fidelity record."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pytest
+
+from nexus.config import KVSettings, Settings
+from nexus.gate.decision import Action, Decision
+from nexus.kv import KVBlocks
+from nexus.registry import Registry, Tool
+from nexus.router import Router
+from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+from nexus.slb.index import Hit
+
+TOOLS = [
+    Tool("get_time", "Current time in a timezone", {"type": "object", "properties": {
+        "timezone": {"type": "string", "description": "IANA timezone, e.g. Asia/Tokyo"}}, "required": ["timezone"]}, "s"),
+    Tool("get_weather", "Current weather for a city", {"type": "object", "properties": {
+        "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}, "s"),
+    Tool("send_message", "Send a chat message to a person", {"type": "object", "properties": {
+        "to": {"type": "string"}, "text": {"type": "string"}}, "required": ["to", "text"]}, "s"),
+]
+TURNS = ["what time is it in Tokyo right now?", "weather in Oslo in celsius", "tell Ann that I am late"]
+
+
+class FixedGate:
+    def __init__(self, action: Action):
+        self.action = action
+
+    def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision:
+        return Decision(self.action, tuple(hits or ())[:3], p_top1=0.5, p_no_tool=0.0)
+
+
+@pytest.fixture(scope="module")
+def backend(gguf_path):
+    from nexus.llm.llamacpp import LlamaCppBackend
+
+    llm = LlamaCppBackend(gguf_path, n_ctx=2048, n_threads=1)
+    yield llm
+    llm.close()
+
+
+@pytest.mark.parametrize("action", [Action.ROUTE, Action.SHORTLIST])
+def test_router_makes_the_same_calls_with_blocks_on_and_off(backend, tmp_path, action):
+    registry = Registry()
+    registry.set_source("s", TOOLS)
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry)
+    calls = {}
+    for mode in ("off", "on", "on"):  # the second "on" pass finds every block compiled
+        settings = Settings(cache_dir=tmp_path, kv=KVSettings(blocks=mode, audit=mode == "on"))
+        router = Router(registry, slb, FixedGate(action), backend, settings=settings)
+        assert isinstance(router.blocks, KVBlocks) == (mode == "on")
+        backend.reset()
+        router.warm()
+        routed = [router.route(turn) for turn in TURNS]
+        calls.setdefault(mode, []).append([(r.call.tool, r.call.arguments) for r in routed])
+        calls.setdefault(mode + "_computed", []).append(sum(r.call.prefilled_tokens for r in routed))
+    assert calls["on"][0] == calls["off"][0] == calls["on"][1]
+    assert calls["on_computed"][1] < calls["off_computed"][0]  # tool lines came from blocks, not prefill
+    audits = backend.blocks.audits
+    assert audits and all(a["top1"] for a in audits)
+    if action is Action.ROUTE:
+        # one block at its anchor. The audit's two batch splits put the floor at 1e-4..1e-3 here, and a block
+        # restored into other KV cells lands up to ~1e-3 (seen: 2.3e-3 = the block|rest split itself; 1.0e-3
+        # against a 1.1e-4 floor): bounded by the ~1e-2 the issue reports for batch-size changes
+        assert all(a["drift_max"] == 0 and a["kl"] < 1e-2 for a in audits)
+    backend.blocks = None
