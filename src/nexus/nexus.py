@@ -112,7 +112,8 @@ class _View:
         """SLB -> gate (-> LLM, once the backend is loaded) for this registry."""
         if self._router is None:
             gate = self.owner.make_gate(self.slb, self.registry)
-            self._router = Router(self.registry, self.slb, gate, self.owner._backend, k=self.owner.settings.gate.k)
+            self._router = Router(self.registry, self.slb, gate, self.owner._backend, k=self.owner.settings.gate.k,
+                                  settings=self.owner.settings)
         return self._router
 
     @property
@@ -254,7 +255,8 @@ class Nexus:
         """The view's router with the LLM loaded."""
         router = view.router
         if router.caller.backend is None:
-            router = view._router = Router(view.registry, view.slb, router.gate, self.backend, k=self.settings.gate.k)
+            router = view._router = Router(view.registry, view.slb, router.gate, self.backend, k=self.settings.gate.k,
+                                           settings=self.settings)
         return router
 
     # -- the turn ----------------------------------------------------------------------------------

@@ -76,11 +76,13 @@ def test_run_latency_writes_the_specified_shape(tmp_path):
     assert list(result) == ["sizes"] and [s["n_tools"] for s in result["sizes"]] == [4, 12]
     for size in result["sizes"]:
         for metric in ("ttfat_ms_p50", "context_tokens", "tool_accuracy", "arg_accuracy"):
-            assert set(size[metric]) == {"nexus", "full_cold", "full_warm"}
+            assert set(size[metric]) == {"nexus", "nexus_kv", "full_cold", "full_warm"}
         assert isinstance(size["speedup_vs_full_cold"], float)
         assert size["context_tokens"]["nexus"] < size["context_tokens"]["full_cold"]
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
-    assert {r["path"] for r in rows} == {"nexus", "full_cold", "full_warm"} and len(rows) == 2 * 3 * 2
+    assert {r["path"] for r in rows} == {"nexus", "nexus_kv", "full_cold", "full_warm"} and len(rows) == 2 * 4 * 2
+    # a backend without a KV context of its own runs nexus_kv as plain nexus: the same calls
+    assert all(size["kv_same_calls"] == 1.0 for size in result["sizes"])
     # the warm baseline prefilled only the turn; the cold one the schemas and the turn, but not the few-shot header
     # (the routed path has that header warm, so the cold baseline must not pay for it either)
     cold = [r for r in rows if r["path"] == "full_cold"]
@@ -100,11 +102,10 @@ def test_run_latency_writes_the_specified_shape(tmp_path):
 def test_baselines_get_the_same_one_repair_and_report_time_to_a_valid_call(tmp_path):
     cases = build_cases(tools(6), queries([2]), [6], limit=1)
     # every path: the first arguments are rejected (not an object), the repair is valid
-    backend = ScriptedBackend(arguments=['"hello"', '{"q": "hello"}', '"hello"', '{"q": "hello"}',
-                                         '"hello"', '{"q": "hello"}'], choices=["tool_2"])
+    backend = ScriptedBackend(arguments=['"hello"', '{"q": "hello"}'] * 4, choices=["tool_2"])
     run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
-    assert {r["path"] for r in rows} == {"nexus", "full_cold", "full_warm"}
+    assert {r["path"] for r in rows} == {"nexus", "nexus_kv", "full_cold", "full_warm"}
     for row in rows:
         assert row["valid"] and row["attempts"] == 2 and row["args_ok"], row
         # TTFAT of the call returned (the repair's) comes after the first attempt's; the valid call after both
@@ -119,7 +120,7 @@ def test_overflowing_sizes_skip_the_full_paths(tmp_path):
     size = result["sizes"][0]
     assert size["ttfat_ms_p50"]["full_cold"] == "overflow" and size["full_schema_tokens"] > 300
     assert isinstance(size["ttfat_ms_p50"]["nexus"], float)
-    assert {json.loads(line)["path"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()} == {"nexus"}
+    assert {json.loads(line)["path"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()} == {"nexus", "nexus_kv"}
     # an overflowing size still plots (its full-schema points are left out)
     plot = plot_latency(tmp_path)
     assert plot.read_bytes()[:4] == b"\x89PNG" and plot.stat().st_size > 5000

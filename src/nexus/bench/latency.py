@@ -4,6 +4,8 @@ For every registry size N (nested subsets of the tools file: the sampled queries
 seeded distractors), the same queries run through three paths on the same backend:
 
 - `nexus`: SLB -> gate -> LLM path (routed schema or shortlist signatures), the few-shot header warm;
+- `nexus_kv`: the same path with compiled schema KV blocks injected instead of prefilling the tool lines
+  (`nexus.kv`; blocks compiled ahead of the timed turns, the compile time reported as `kv_compile_s`);
 - `full_cold`: every full schema in the prompt, prefilled each turn behind the same warm few-shot header
   (the KV is cut back to the header before each turn, so no path gets the header for free);
 - `full_warm`: every full schema as a cached prefix; only the turn is prefilled.
@@ -51,6 +53,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from nexus.bench.runfolder import percentile, write_jsonl
+from nexus.config import Settings
+from nexus.kv import detach_blocks
 from nexus.llm.base import LLMBackend
 from nexus.llm.calls import ToolCaller
 from nexus.registry import Registry, Tool
@@ -58,7 +62,8 @@ from nexus.router import Gate, Router
 from nexus.slb.index import SemanticLookasideBuffer
 
 log = logging.getLogger(__name__)
-PATHS = ("nexus", "full_cold", "full_warm")
+PATHS = ("nexus", "nexus_kv", "full_cold", "full_warm")
+ROUTED = ("nexus", "nexus_kv")
 OVERFLOW = "overflow"
 DEFAULT_SIZES = (10, 25, 50, 100, 250)
 DEFAULT_LIMIT = 6
@@ -196,7 +201,9 @@ def full_prompt_tokens(caller: ToolCaller, turn: str, lines: Sequence[str], tool
     return caller.backend.count_tokens(caller.prompts.arguments_prompt(caller.prompts.call_prompt(turn, lines), tool))
 
 
-def run_nexus(case: Case, router: Router) -> list[dict[str, Any]]:
+def run_nexus(case: Case, router: Router, path: str = "nexus") -> list[dict[str, Any]]:
+    """The routed path; `nexus_kv` is the same router with compiled KV blocks attached (compiled ahead of time
+    for the case's registry, as `nexus kv compile` does, so the turns measure injection, not compiling)."""
     router.backend.reset()
     router.warm()
     lines = router.caller.tool_lines([tool.name for tool in case.tools], "schema")
@@ -205,7 +212,7 @@ def run_nexus(case: Case, router: Router) -> list[dict[str, Any]]:
         start = time.perf_counter()
         routed = router.route(q["query"])
         call = routed.call
-        rows.append(_row(case, "nexus", q, call.tool, call.arguments, call.valid, start, call.t_call_first_arg,
+        rows.append(_row(case, path, q, call.tool, call.arguments, call.valid, start, call.t_call_first_arg,
                          call.t_first_arg, call.t_end or time.perf_counter(), routed.context_tokens, call.prefilled_tokens,
                          full_prompt_tokens=full_prompt_tokens(router.caller, q["query"], lines, call.tool or q["tool"]),
                          decision=routed.decision.action.value, path_used=call.path.value, attempts=call.attempts,
@@ -238,6 +245,18 @@ def run_full(case: Case, caller: ToolCaller, warm: bool) -> list[dict[str, Any]]
     return rows
 
 
+def _compile_blocks(router: Router, registry: Registry) -> float | None:
+    """Compile every tool line's block ahead of the timed turns; seconds taken (None: blocks unavailable)."""
+    blocks = router.blocks
+    if blocks is None:
+        return None
+    backend = router.backend
+    start = time.perf_counter()
+    prefix = backend.tokens(router.caller.prompts.tools_prefix(()))
+    blocks.compiler.compile_registry(registry, backend.model.tokenize, prefix)
+    return round(time.perf_counter() - start, 2)
+
+
 def full_schema_tokens(case: Case, caller: ToolCaller) -> int:
     """Tokens of the longest full-schema prompt of this case, plus the room the call needs."""
     lines = caller.tool_lines([t.name for t in case.tools], "schema")
@@ -268,7 +287,7 @@ def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int,
     overflow = needed > n_ctx
 
     def metric(fn: Callable[[list[dict[str, Any]]], Any]) -> dict[str, Any]:
-        return {p: (OVERFLOW if overflow and p != "nexus" else fn(by_path[p]) if p in paths else None) for p in PATHS}
+        return {p: (OVERFLOW if overflow and p not in ROUTED else fn(by_path[p]) if p in paths else None) for p in PATHS}
 
     ttfat = metric(lambda rs: _p50(rs, "ttfat_ms"))
     nexus, cold = ttfat["nexus"], ttfat["full_cold"]
@@ -296,15 +315,27 @@ def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int,
         "total_ms_p50": metric(lambda rs: _p50(rs, "total_ms")),
         "arg_accuracy_given_tool": {"nexus": _share(tool_ok, "args_ok")},
         "decisions": dict(Counter(r["decision"] for r in by_path["nexus"])),
+        # nexus_kv must make the calls nexus makes: the share of turns with the same tool and arguments
+        "kv_same_calls": _same_calls(by_path["nexus"], by_path["nexus_kv"]) if "nexus_kv" in paths else None,
     }
+
+
+def _same_calls(plain: list[dict[str, Any]], kv: list[dict[str, Any]]) -> float | None:
+    pairs = [(a, b) for a, b in zip(plain, kv) if a["id"] == b["id"]]
+    return round(sum(a["tool"] == b["tool"] and a["arguments"] == b["arguments"] for a, b in pairs) / len(pairs), 4) \
+        if pairs else None
 
 
 def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasideBuffer,
                 gate_for: Callable[[SemanticLookasideBuffer, Registry], Gate], run_dir: Path,
                 max_arg_tokens: int = 256, progress: Callable[[str, int, int], None] | None = None,
-                paths: Sequence[str] = PATHS, k: int = 10) -> dict[str, Any]:
-    """Run every case through the paths (default all three); write rows.jsonl and result.json into `run_dir`.
-    `k`: the SLB candidates the gate sees (NEXUS_GATE_K)."""
+                paths: Sequence[str] = PATHS, k: int = 10, settings: Settings | None = None) -> dict[str, Any]:
+    """Run every case through the paths (default all four); write rows.jsonl and result.json into `run_dir`.
+    `k`: the SLB candidates the gate sees (NEXUS_GATE_K); `settings.kv` configures the `nexus_kv` path (its blocks
+    go to `run_dir/kv`), and `nexus` runs with blocks off."""
+    settings = settings or Settings()
+    plain = settings.model_copy(update={"kv": settings.kv.model_copy(update={"blocks": "off"})})
+    with_kv = settings.model_copy(update={"kv": settings.kv.model_copy(update={"blocks": "on", "dir": run_dir / "kv"})})
     unknown = set(paths) - set(PATHS)
     if unknown or "nexus" not in paths:
         raise ValueError(f"paths must include 'nexus' and name only {', '.join(PATHS)}; got {', '.join(paths)}")
@@ -318,13 +349,22 @@ def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasi
         registry = Registry()
         registry.set_source("bench", case.tools)
         slb.sync(registry)
-        router = Router(registry, slb, gate_for(slb, registry), backend, k=k, max_arg_tokens=max_arg_tokens)
+        gate = gate_for(slb, registry)
+        router = Router(registry, slb, gate, backend, k=k, max_arg_tokens=max_arg_tokens, settings=plain)
         caller = router.caller
         needed = full_schema_tokens(case, caller)
         rows = run_nexus(case, router)
         done += len(case.queries)
         if progress:
             progress(f"N={case.n_tools} nexus", done, total)
+        if "nexus_kv" in paths:
+            kv_router = Router(registry, slb, gate, backend, k=k, max_arg_tokens=max_arg_tokens, settings=with_kv)
+            compile_s = _compile_blocks(kv_router, registry)
+            rows += [dict(r, kv_compile_s=compile_s) for r in run_nexus(case, kv_router, "nexus_kv")]
+            detach_blocks(backend)
+            done += len(case.queries)
+            if progress:
+                progress(f"N={case.n_tools} nexus_kv", done, total)
         for warm in (False, True):
             name = "full_warm" if warm else "full_cold"
             if name not in paths:
@@ -362,7 +402,7 @@ def plot_latency(run_dir: Path) -> Path:
 
     sizes = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))["sizes"]
     fig, (ax_t, ax_c) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for path, style in zip(PATHS, ("o-", "s--", "^:")):
+    for path, style in zip(PATHS, ("o-", "D-", "s--", "^:")):
         points = [(s["n_tools"], s["ttfat_ms_p50"][path]) for s in sizes
                   if isinstance(s["ttfat_ms_p50"][path], (int, float))]
         if points:

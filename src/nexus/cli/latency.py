@@ -48,7 +48,7 @@ def latency(
     seed: int = typer.Option(0, help="sampling seed"),
     n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="context window (default NEXUS_N_CTX); 0: the model's whole training window"),
     max_arg_tokens: int = typer.Option(256, help="cap on argument tokens per call"),
-    paths: str = typer.Option("nexus,full_cold,full_warm", help="paths to run (nexus always; skipped ones are null)"),
+    paths: str = typer.Option("nexus,nexus_kv,full_cold,full_warm", help="paths to run (nexus always; skipped ones are null)"),
     gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here (default: stdout)"),
     run_dir: Optional[Path] = typer.Option(None, help="run folder (default: runs/<time>-latency)"),
@@ -74,8 +74,8 @@ def latency(
     except ValueError:
         raise typer.BadParameter(f"--sizes must be comma-separated integers, got {sizes!r}") from None
     path_list = [p.strip() for p in paths.split(",") if p.strip()]
-    if "nexus" not in path_list or not set(path_list) <= {"nexus", "full_cold", "full_warm"}:
-        raise typer.BadParameter(f"--paths takes nexus plus any of full_cold, full_warm; got {paths!r}")
+    if "nexus" not in path_list or not set(path_list) <= {"nexus", "nexus_kv", "full_cold", "full_warm"}:
+        raise typer.BadParameter(f"--paths takes nexus plus any of nexus_kv, full_cold, full_warm; got {paths!r}")
     try:
         tool_list = load_tools_file(tools)
         cases = pooled_cases(tool_list, read_queries(queries), size_list, limit, seed)
@@ -94,7 +94,7 @@ def latency(
                             "settings": settings.model_dump(mode="json")})
         try:
             result = run_latency(cases, backend, nexus.new_slb(), nexus.make_gate, folder, max_arg_tokens,
-                                 progress=update, paths=path_list, k=settings.gate.k)
+                                 progress=update, paths=path_list, k=settings.gate.k, settings=settings)
         finally:
             stop()
             backend.close()
