@@ -26,12 +26,19 @@ TOOLS = [
 TURNS = ["what time is it in Tokyo right now?", "weather in Oslo in celsius", "tell Ann that I am late"]
 
 
+GOLD = dict(zip(TURNS, ("get_time", "get_weather", "send_message")))
+
+
 class FixedGate:
+    """ROUTE to the turn's own tool, or SHORTLIST all three with it first: calls the model is sure of, so that
+    a near-tie cannot flip on numerical noise alone."""
+
     def __init__(self, action: Action):
         self.action = action
 
     def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision:
-        return Decision(self.action, tuple(hits or ())[:3], p_top1=0.5, p_no_tool=0.0)
+        ranked = sorted(hits or (), key=lambda h: h.key != GOLD[turn])
+        return Decision(self.action, tuple(ranked)[: 1 if self.action is Action.ROUTE else 3], p_top1=0.5, p_no_tool=0.0)
 
 
 @pytest.fixture(scope="module")

@@ -179,9 +179,7 @@ class KVBench:
                              "latency_ratio": seconds / t_ref, "seconds": seconds, "reprefill_seconds": t_ref,
                              "tokens_recomputed": recomputed})
             row0 = next(r for r in rows if r["drift"] == drift and r["repair"] == 0 and r["case"] == case.id and r["layout"] == "b")
-            row0["predictors"] = {"drift": float(drift), "neg_margin": -margin(probe["0"]), "entropy": entropy(probe["0"]),
-                                  "self_kl_r8": kl_from_logits(probe["8"], probe["0"]),
-                                  "drift_x_len": float(drift) * len(block)}
+            row0["predictors"] = predictors(drift, len(block), probe)
         # layout a: block at its anchor, the history re-prefilled after it (drift 0 for the block)
         for h in ((0, 256) if "a" in layouts else ()):
             hist = history_tokens[:h]
@@ -202,13 +200,29 @@ class KVBench:
         rest = self.tok(f"Request: {' '.join(case.request.split())}\n") + self.tok("Tool:")
         ref, t_ref = self.reprefill(a, flat + rest)
         floor = self.noise_floor(a, flat + rest, ref, len(flat))
+        probe = {}
         for repair in (0, 8, "all", "policy", *alternatives):
             logits, seconds, recomputed, drifts_used = self.injected(a, lines, rest, self._plan(repair, self.policy))
+            probe[str(repair)] = logits
             rows.append({"case": case.id, "layout": "shortlist", "drift": max(drifts_used), "repair": repair,
                          "top1": top1_agrees(ref, logits), "kl": kl_from_logits(ref, logits),
                          "noise_floor_kl": floor, "latency_ratio": seconds / t_ref,
                          "tokens_recomputed": recomputed, "block_drifts": drifts_used})
+        row0 = next(r for r in rows if r["layout"] == "shortlist" and r["repair"] == 0)
+        row0["predictors"] = predictors(row0["drift"], len(flat), probe)
         return rows
+
+
+def predictors(drift: int, n_block: int, probe: dict[str, np.ndarray]) -> dict[str, float]:
+    """Reference-free predictors of an unrepaired injection's KL, from what the live path can see: the drift,
+    the injected next-token distribution (margin, entropy), and the KL between the unrepaired injection and a
+    cheaply repaired one (r = 8 at the seam, or EPIC's first 8 tokens) — no full re-prefill needed."""
+    out = {"drift": float(drift), "drift_x_len": float(drift) * n_block, "neg_margin": -margin(probe["0"]),
+           "entropy": entropy(probe["0"])}
+    for name, key in (("self_kl_r8", "8"), ("self_kl_epic8", "epic8")):
+        if key in probe:
+            out[name] = kl_from_logits(probe[key], probe["0"])
+    return out
 
 
 # -- summary ---------------------------------------------------------------------------------------
@@ -240,14 +254,17 @@ def summarise(rows: list[dict[str, Any]], dev_cases: set[str]) -> dict[str, Any]
     failing = [t["drift"] for t in unrepaired if not ok(t)]
     threshold = min(failing) if failing else None
     predictors: dict[str, dict[str, float]] = {}
-    scored = [r for r in b if r["repair"] == 0 and r["drift"] > 0 and "predictors" in r]
-    for name in (scored[0]["predictors"] if scored else {}):
+    # every unrepaired off-anchor injection: history drift (layout b) and shortlists
+    scored = [r for r in rows if r["repair"] == 0 and r["drift"] > 0 and "predictors" in r]
+    names = set.intersection(*(set(r["predictors"]) for r in scored)) if scored else set()
+    for name in sorted(names):
         predictors[name] = {}
         for split, keep in (("dev", lambda r: r["case"] in dev_cases), ("test", lambda r: r["case"] not in dev_cases)):
             part = [r for r in scored if keep(r)]
             predictors[name][split] = round(spearman([r["predictors"][name] for r in part], [r["kl"] for r in part]), 4) \
                 if len(part) > 2 else float("nan")
     best = max(predictors, key=lambda k: np.nan_to_num(predictors[k]["dev"], nan=-2)) if predictors else None
+    baseline = predictors.get("drift", {})
     layouts = {
         "a_anchor": {str(h): _agg([r for r in rows if r["layout"] == "a" and r["history"] == h])
                      for h in sorted({r["history"] for r in rows if r["layout"] == "a"})},
@@ -258,7 +275,9 @@ def summarise(rows: list[dict[str, Any]], dev_cases: set[str]) -> dict[str, Any]
                       if (g := [r for r in rows if r["layout"] == "shortlist" and r["repair"] == rep])},
     }
     return {"rows": table, "spearman_rho": {"predictor": best, "test": predictors[best]["test"] if best else None,
-                                            "dev": predictors[best]["dev"] if best else None, "all": predictors},
+                                            "dev": predictors[best]["dev"] if best else None,
+                                            "baseline_drift_test": baseline.get("test"), "all": predictors,
+                                            "n_test": sum(r["case"] not in dev_cases for r in scored)},
             "layouts": layouts}
 
 

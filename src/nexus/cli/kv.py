@@ -81,12 +81,12 @@ def bench_kv(
     Example: nexus bench kv --tools data/tools.json --queries data/queries.jsonl --limit 8 --json kv.json
     """
     quiet_threads()
-    from nexus.bench.bfcl import build_dataset, write_dataset
+    from nexus.datasets.bfcl import build_dataset, write_dataset
     from nexus.bench.kv import N_SEQ, KVBench, build_kv_cases, plot_kv, run_kv
     from nexus.bench.runfolder import new_run_dir, write_meta
     from nexus.config import Settings
     from nexus.errors import NexusError
-    from nexus.gate.data import read_query_records
+    from nexus.datasets import read_query_records
     from nexus.kv import BlockStore, RepairPolicy, SchemaBlockCompiler, model_file_hash
     from nexus.registry import load_tools_file
 

@@ -14,8 +14,10 @@ scratch sequence. Repair recomputes parts of the block where they land, in the l
 A block whose drift (landing position - anchor) is nonzero needs shifting; memory that cannot shift
 (`llama_memory_can_shift` false) gets the block's tokens prefilled instead, with the reason logged.
 
->>> RepairPolicy(threshold=256, per_token=0.25, min_tokens=8).plan(drift=100, n=40)
+>>> RepairPolicy(threshold=256, per_token=0.25, min_tokens=8, method="suffix").plan(drift=100, n=40)
 (0, 25)
+>>> RepairPolicy().plan(drift=40, n=100)
+(32, 0)
 >>> RepairPolicy(threshold=256).plan(drift=0, n=40), RepairPolicy(threshold=256).plan(drift=300, n=40)
 ((0, 0), (0, 40))
 """
@@ -41,10 +43,10 @@ class RepairPolicy:
     ceil(per_token * drift)) of them (its last tokens for `suffix`, its first for `epic`) off it, and all of
     them (a re-prefill) beyond `threshold`."""
 
-    threshold: int = 256
-    per_token: float = 0.25
-    min_tokens: int = 8
-    method: str = "suffix"
+    threshold: int = 64
+    per_token: float = 0.0
+    min_tokens: int = 32
+    method: str = "epic"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
