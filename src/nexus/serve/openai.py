@@ -9,7 +9,8 @@ Per-request control, in the body's `nexus` field (`extra_body={"nexus": {...}}` 
 `top_k` / `X-Nexus-Top-K`, `force_tool` / `X-Nexus-Force-Tool`, `disable` / `X-Nexus-Disable: 1`, and `explain`
 (adds a `nexus` field with the full account to a non-streamed response). Every response carries `X-Nexus-Decision`,
 `X-Nexus-P-Top1`, `X-Nexus-P-No-Tool`, `X-Nexus-Kept` (a JSON list of every kept tool), `X-Nexus-Dropped-Count`,
-`X-Nexus-Reason` and `X-Nexus-Route-Ms`.
+`X-Nexus-Reason`, `X-Nexus-Route-Ms` (routing work), `X-Nexus-Queue-Ms` (waiting for the router)
+and in route mode `X-Nexus-LLM-Ms`.
 
 Built on Starlette (the ASGI toolkit under FastAPI; small, typed, maintained) served by uvicorn, with httpx for the
 upstream — all three already come with llama-cpp-python[server].
@@ -81,15 +82,18 @@ def _tool_name(tool: Any) -> str | None:
     return None
 
 
-def _headers(routing: Routing | None, route_ms: float, note: str = "") -> dict[str, str]:
+def _headers(routing: Routing | None, timing: Mapping[str, float], note: str = "") -> dict[str, str]:
+    """The X-Nexus-* response headers: the decision, its probabilities, every kept tool, why, and the time spent
+    waiting for the router (`Queue-Ms`), routing (`Route-Ms`) and, in route mode, in the LLM (`LLM-Ms`)."""
+    times = {f"X-Nexus-{name.capitalize() if name != 'llm' else 'LLM'}-Ms": f"{ms:.2f}" for name, ms in timing.items()}
     if routing is None:
-        return {"X-Nexus-Decision": "none", "X-Nexus-Reason": note or "the request carries no tools"}
+        return {"X-Nexus-Decision": "none", "X-Nexus-Reason": note or "the request carries no tools", **times}
     d = routing.decision
     reason = routing.reason + (f"; {note}" if note else "")
     return {"X-Nexus-Decision": d.action.value, "X-Nexus-P-Top1": f"{d.p_top1:.4f}", "X-Nexus-P-No-Tool": f"{d.p_no_tool:.4f}",
             "X-Nexus-Kept": json.dumps(routing.names(routing.kept)),  # ASCII-escaped JSON: header-safe, never cut
             "X-Nexus-Dropped-Count": str(len(routing.dropped)),
-            "X-Nexus-Reason": reason.encode("ascii", "backslashreplace").decode(), "X-Nexus-Route-Ms": f"{route_ms:.2f}"}
+            "X-Nexus-Reason": reason.encode("ascii", "backslashreplace").decode(), **times}
 
 
 class _Aliases:
@@ -233,26 +237,39 @@ def create_app(nexus: Nexus, settings: ServeSettings) -> Any:
         try:
             _check(body, settings)
             overrides, explain = _overrides(body, request.headers)
-            started = time.perf_counter()
             tools = body.get("tools") or None
             if settings.mode == "route":
-                return await answer_here(body, tools, overrides, explain, started)
-            routing = None
+                return await answer_here(body, tools, overrides, explain)
+            routing, timing = None, {}
             if tools:
-                routing = await anyio.to_thread.run_sync(lambda: nexus.route(body["messages"], tools, overrides), limiter=limiter)
-            route_ms = (time.perf_counter() - started) * 1000
+                routing, timing = await timed(lambda: nexus.route(body["messages"], tools, overrides))
         except RequestError as exc:
             return error(getattr(exc, "status", 400), str(exc))
-        return await forward(body, routing, route_ms, explain)
+        return await forward(body, routing, timing, explain)
 
-    async def answer_here(body: dict, tools: Any, overrides: Overrides, explain: bool, started: float) -> Response:
-        def run() -> tuple[Any, Routing | None]:
+    async def timed(work: Any) -> tuple[Any, dict[str, float]]:
+        """Run routing work in a worker thread, one at a time; (its result, queue and work milliseconds)."""
+        queued = time.perf_counter()
+        began: list[float] = []
+
+        def run() -> Any:
+            began.append(time.perf_counter())
+            return work()
+
+        result = await anyio.to_thread.run_sync(run, limiter=limiter)
+        return result, {"queue": (began[0] - queued) * 1000, "route": (time.perf_counter() - began[0]) * 1000}
+
+    async def answer_here(body: dict, tools: Any, overrides: Overrides, explain: bool) -> Response:
+        def run() -> tuple[Any, Routing | None, float]:
+            start = time.perf_counter()
             routing = nexus.route(body["messages"], tools, overrides) if tools else None
-            return nexus.respond(body["messages"], tools or [], overrides, routing=routing), routing
+            routed = nexus.respond(body["messages"], tools or [], overrides, routing=routing)
+            return routed, routing, (time.perf_counter() - start) * 1000
 
-        routed, routing = await anyio.to_thread.run_sync(run, limiter=limiter)
+        (routed, routing, total), timing = await timed(run)
         names = {key: tool.name for key, tool in (routing.registry.items() if routing else [])}
-        headers = _headers(routing, (time.perf_counter() - started) * 1000)
+        timing = {"queue": timing["queue"], "route": total - routed.timings.llm_ms, "llm": routed.timings.llm_ms}
+        headers = _headers(routing, timing)
         payload = completion(routed, names, settings.model_name, bool(body.get("stream")))
         if body.get("stream"):
             return StreamingResponse(iter(payload), media_type="text/event-stream", headers=headers)
@@ -260,10 +277,10 @@ def create_app(nexus: Nexus, settings: ServeSettings) -> Any:
             payload["nexus"] = routing.explain()
         return JSONResponse(payload, headers=headers)
 
-    async def forward(body: dict, routing: Routing | None, route_ms: float, explain: bool) -> Response:
+    async def forward(body: dict, routing: Routing | None, timing: dict[str, float], explain: bool) -> Response:
         aliases = _Aliases(routing)
         out = narrowed(body, routing, aliases)
-        headers = _headers(routing, route_ms)
+        headers = _headers(routing, timing)
         client: httpx.AsyncClient = state["client"]
         url = f"{upstream}/chat/completions"
         request = client.build_request("POST", url, json=out, headers=upstream_headers(None))
