@@ -40,7 +40,7 @@ def test_openai_agents_sdk_runs_an_agent_through_serve_openai():
     backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_current_time"],
                               answers=["It is 10:00 in Tokyo."])
     nexus = Nexus.from_settings(Settings(gate={"model": "/nonexistent"}), embedder=HashEmbedder(), backend=backend,
-                                gate_factory=lambda slb, reg: ScoreGate(slb))
+                                gate_factory=lambda slb, reg: ScoreGate(slb, route_margin=0.1, no_tool_below=0.1))
     set_tracing_disabled(True)
     with serving(create_app(nexus, ServeSettings(mode="route"))) as url:
         model = OpenAIChatCompletionsModel(model="nexus", openai_client=AsyncOpenAI(base_url=f"{url}/v1", api_key="unused"))

@@ -29,7 +29,7 @@ def test_filter_mode_forwards_narrowed_tools_to_llama_cpp_server(gguf_path, tmp_
     try:
         wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=180)
         nexus = Nexus.from_settings(Settings(gate={"model": "/nonexistent"}), embedder=HashEmbedder(),
-                                    gate_factory=lambda slb, reg: ScoreGate(slb, route_margin=0.1))
+                                    gate_factory=lambda slb, reg: ScoreGate(slb, route_margin=0.1, no_tool_below=0.1))
         tools = [{"type": "function", "function": {"name": n, "description": d, "parameters": {
             "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
             for n, d in [("get_weather", "Current weather for a city"), ("book_hotel", "Book a hotel room in a city"),

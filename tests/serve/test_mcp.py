@@ -85,7 +85,7 @@ def server(tmp_path: Path, name: str, tools: list, **env: str) -> dict:
 def gateway(config: dict, narrow: bool = False, **hub) -> tuple[Gateway, Counting]:
     embedder = Counting()
     nexus = Nexus.from_settings(Settings(gate={"model": "/nonexistent"}), embedder=embedder,
-                                gate_factory=lambda slb, reg: ScoreGate(slb, route_margin=0.1))
+                                gate_factory=lambda slb, reg: ScoreGate(slb, route_margin=0.1, no_tool_below=0.1))
     options = {"ping_interval_s": 0.2, "backoff_s": 0.2, "startup_timeout": 5.0, "call_timeout": 1.0, **hub}
     specs = parse_servers_config({"mcpServers": config}, "test")
     return Gateway(nexus, specs, ServeSettings(), narrow=narrow, hub_options=options), embedder
