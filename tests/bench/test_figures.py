@@ -49,6 +49,7 @@ def splits(data_dir, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 @pytest.mark.parametrize("name", [k for k in FIGURES if not k.startswith("_")])
 def test_readme_figure_holds(name, splits, tmp_path):
     entry = FIGURES[name]
