@@ -19,7 +19,7 @@ def bench_serve(
     seed: int = typer.Option(0, help="dataset seed"),
     clients: int = typer.Option(32, help="concurrent clients (filter mode)"),
     requests: int = typer.Option(100, help="requests per client (filter mode)"),
-    route_clients: int = typer.Option(2, help="concurrent clients of the route-mode run (0: skip it)"),
+    route_clients: int = typer.Option(1, help="concurrent clients of the route-mode run (0: skip it)"),
     route_requests: int = typer.Option(4, help="requests per client of the route-mode run"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the result JSON here (default: stdout)"),
     run_dir: Optional[Path] = typer.Option(None, help="run folder (default: runs/<time>-serve)"),
