@@ -83,6 +83,16 @@ def test_no_tool_turn_forwards_no_tools_and_a_follow_up_is_read_with_the_convers
     assert json.loads(follow.headers["x-nexus-kept"])[0] == "get_time"
 
 
+def test_tools_the_conversation_already_called_stay_offered(filter_proxy):
+    client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused")
+    messages = [{"role": "user", "content": "email the team the plan"},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                    "name": "send_email", "arguments": '{"to": "team"}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "sent"}, *TURN]
+    completion = client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+    assert completion.model_extra["offered"] == ["git_log", "send_email"]
+
+
 def test_odd_tool_names_travel_as_aliases_and_come_back_as_themselves(filter_proxy):
     client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused")
     odd = [fn("git log/show", "Show the commit log of a git repository"), fn("météo", "Weather forecast for a city")]

@@ -144,12 +144,17 @@ class _Aliases:
 
 
 def narrowed(body: dict, routing: Routing | None, aliases: _Aliases) -> dict:
-    """The request to forward: `tools` cut to the kept ones (request order), `tool_choice` and
-    `parallel_tool_calls` dropped with them on NO_TOOL, the `nexus` field removed."""
+    """The request to forward: `tools` cut to the kept ones (request order) plus any the conversation already
+    called (their calls and results are in the messages), `tool_choice` and `parallel_tool_calls` dropped with them
+    on NO_TOOL, the `nexus` field removed."""
     out = {k: v for k, v in body.items() if k != "nexus"}
     if routing is None:
         return out
     kept = set(routing.names(routing.kept))
+    if routing.decision.action is not Action.NO_TOOL:
+        # tools the conversation already called stay offered: their calls and results are in the messages
+        kept |= {(c.get("function") or {}).get("name") for m in body["messages"] if isinstance(m, Mapping)
+                 for c in (m.get("tool_calls") or []) if isinstance(c, Mapping)}
     tools = [aliases.tool(t) for t in body["tools"] if _tool_name(t) in kept]
     if tools:
         out["tools"] = tools
