@@ -25,6 +25,7 @@ from .conftest import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME_SERVER = ROOT / ".servers" / "mcp-server-time" / "bin" / "mcp-server-time"
+GIT_SERVER = ROOT / ".servers" / "mcp-server-git" / "bin" / "mcp-server-git"
 
 # A downstream MCP server speaking raw JSON-RPC (legacy handshake), so each fault is exact: it lists the tools in
 # TOOLS_FILE (re-read on every tools/list), `notify` makes it send tools/list_changed, `pid` tells its process id,
@@ -192,13 +193,21 @@ def test_faults_are_contained_reported_and_recovered(tmp_path):
 
 
 @pytest.mark.skipif(not TIME_SERVER.exists(), reason="run `bash scripts/install_servers.sh .servers` first")
-def test_a_gateway_process_routes_to_the_real_time_server(tmp_path):
+def test_a_gateway_process_routes_to_the_real_time_and_git_servers(tmp_path):
     """`nexus serve mcp` as its own process (stdio) with the real embedder, the MCP SDK client in front and
-    mcp-server-time behind."""
+    mcp-server-time (and mcp-server-git where installed) behind."""
     from mcp import StdioServerParameters
 
+    import shutil
+
+    from nexus.demo import _demo_git_repo
+
+    servers = {"time": {"command": str(TIME_SERVER), "args": []}}
+    if GIT_SERVER.exists() and shutil.which("git"):
+        _demo_git_repo(tmp_path / "repo")
+        servers["git"] = {"command": str(GIT_SERVER), "args": ["--repository", str(tmp_path / "repo")]}
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"time": {"command": str(TIME_SERVER), "args": []}}}))
+    config.write_text(json.dumps({"mcpServers": servers}))
     env = {**os.environ, "NEXUS_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT / "src")}
     params = StdioServerParameters(command=sys.executable, args=["-c", "from nexus.cli import app; app()", "serve", "mcp",
                                                                   "--config", str(config)], env=env)
@@ -207,11 +216,16 @@ def test_a_gateway_process_routes_to_the_real_time_server(tmp_path):
         with anyio.fail_after(120):
             async with Client(params) as client:
                 found = await find(client, "What time is it in Tokyo right now?")
-                assert {t["server"] for t in found["tools"]} == {"time"} and "get_current_time" in [t["name"] for t in found["tools"]]
+                assert "get_current_time" in [t["name"] for t in found["tools"]]
                 text, error = await call(client, "get_current_time", {"timezone": "Asia/Tokyo"})
                 assert not error and json.loads(text)["timezone"] == "Asia/Tokyo"
                 text, error = await call(client, "get_current_time", {"tz": "Asia/Tokyo"})
                 assert error and "required property" in text
+                if "git" in servers:
+                    found = await find(client, f"Show me the commit log of the git repository at {tmp_path / 'repo'}")
+                    assert "git_log" in [t["name"] for t in found["tools"]]
+                    text, error = await call(client, "git_log", {"repo_path": str(tmp_path / "repo")})
+                    assert not error and "Initial commit" in text
 
     anyio.run(run)
 
