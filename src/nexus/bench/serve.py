@@ -127,6 +127,8 @@ async def _load(url: str, bodies: Sequence[dict], golds: Sequence[str | None], c
                     row["status"] = answer.status_code
                     row["route_ms"] = float(answer.headers.get("x-nexus-route-ms", "nan"))
                     row["queue_ms"] = float(answer.headers.get("x-nexus-queue-ms", "nan"))
+                    row["slb_ms"] = float(answer.headers.get("x-nexus-slb-ms", "nan"))
+                    row["gate_ms"] = float(answer.headers.get("x-nexus-gate-ms", "nan"))
                     row["decision"] = answer.headers.get("x-nexus-decision")
                     kept = json.loads(answer.headers.get("x-nexus-kept", "[]"))
                     row["kept"] = len(kept)
@@ -148,6 +150,11 @@ async def _load(url: str, bodies: Sequence[dict], golds: Sequence[str | None], c
     return rows, seconds
 
 
+def _p50(rows: Sequence[dict], field: str) -> float | None:
+    values = [r[field] for r in rows if r.get(field) == r.get(field) and r.get(field) is not None]  # NaN: no header
+    return round(percentile(values, 50), 2) if values else None
+
+
 def summarise(rows: Sequence[dict], seconds: float) -> dict[str, Any]:
     ok = [r for r in rows if r.get("status") == 200]
     route = [r["route_ms"] for r in ok if r.get("route_ms") == r.get("route_ms")]
@@ -162,7 +169,7 @@ def summarise(rows: Sequence[dict], seconds: float) -> dict[str, Any]:
         "latency_ms_p99": round(percentile([r["ms"] for r in ok], 99), 2) if ok else None,
         "route_ms_p50": round(percentile(route, 50), 2) if route else None,
         "route_ms_p99": round(percentile(route, 99), 2) if route else None,
-        "queue_ms_p50": round(percentile([r["queue_ms"] for r in ok if r.get("queue_ms") == r.get("queue_ms")], 50), 2) if ok else None,
+        **{f"{name}_ms_p50": _p50(ok, f"{name}_ms") for name in ("queue", "slb", "gate")},
         "kept_tools_p50": percentile([r["kept"] for r in ok], 50) if ok else None,
         "gold_kept_share": round(sum(r["gold_kept"] for r in labelled) / len(labelled), 4) if labelled else None,
         "decisions": decisions,

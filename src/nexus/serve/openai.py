@@ -9,8 +9,8 @@ Per-request control, in the body's `nexus` field (`extra_body={"nexus": {...}}` 
 `top_k` / `X-Nexus-Top-K`, `force_tool` / `X-Nexus-Force-Tool`, `disable` / `X-Nexus-Disable: 1`, and `explain`
 (adds a `nexus` field with the full account to a non-streamed response). Every response carries `X-Nexus-Decision`,
 `X-Nexus-P-Top1`, `X-Nexus-P-No-Tool`, `X-Nexus-Kept` (a JSON list of every kept tool), `X-Nexus-Dropped-Count`,
-`X-Nexus-Reason`, `X-Nexus-Route-Ms` (routing work), `X-Nexus-Queue-Ms` (waiting for the router)
-and in route mode `X-Nexus-LLM-Ms`.
+`X-Nexus-Reason`, `X-Nexus-Route-Ms` (routing work; of it `X-Nexus-SLB-Ms`: the turn's embedding and the scan,
+and `X-Nexus-Gate-Ms`), `X-Nexus-Queue-Ms` (waiting for the router) and in route mode `X-Nexus-LLM-Ms`.
 
 Built on Starlette (the ASGI toolkit under FastAPI; small, typed, maintained) served by uvicorn, with httpx for the
 upstream — all three already come with llama-cpp-python[server].
@@ -93,7 +93,8 @@ def _headers(routing: Routing | None, timing: Mapping[str, float], note: str = "
     return {"X-Nexus-Decision": d.action.value, "X-Nexus-P-Top1": f"{d.p_top1:.4f}", "X-Nexus-P-No-Tool": f"{d.p_no_tool:.4f}",
             "X-Nexus-Kept": json.dumps(routing.names(routing.kept)),  # ASCII-escaped JSON: header-safe, never cut
             "X-Nexus-Dropped-Count": str(len(routing.dropped)),
-            "X-Nexus-Reason": reason.encode("ascii", "backslashreplace").decode(), **times}
+            "X-Nexus-Reason": reason.encode("ascii", "backslashreplace").decode(),
+            "X-Nexus-SLB-Ms": f"{routing.slb_ms:.2f}", "X-Nexus-Gate-Ms": f"{routing.gate_ms:.2f}", **times}
 
 
 class _Aliases:
