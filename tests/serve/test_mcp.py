@@ -193,6 +193,24 @@ def test_faults_are_contained_reported_and_recovered(tmp_path):
 
 
 @pytest.mark.skipif(not TIME_SERVER.exists(), reason="run `bash scripts/install_servers.sh .servers` first")
+def test_the_gateway_calls_the_real_time_server(tmp_path):
+    """In-process gateway (hash embedder), the real mcp-server-time process behind it."""
+    gw, _ = gateway({"time": {"command": str(TIME_SERVER), "args": []}})
+
+    async def run():
+        async with gw.running(), Client(gw.server) as client:
+            found = await find(client, "current time in a timezone")
+            assert "get_current_time" in [t["name"] for t in found["tools"]] and found["tools"][0]["server"] == "time"
+            text, error = await call(client, "get_current_time", {"timezone": "Asia/Tokyo"})
+            assert not error and json.loads(text)["timezone"] == "Asia/Tokyo"
+            text, error = await call(client, "get_current_time", {"timezone": "Mars/Olympus"})
+            assert error and "Mars/Olympus" in text          # the server's own error, passed back as an error result
+
+    anyio.run(run)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TIME_SERVER.exists(), reason="run `bash scripts/install_servers.sh .servers` first")
 def test_a_gateway_process_routes_to_the_real_time_and_git_servers(tmp_path):
     """`nexus serve mcp` as its own process (stdio) with the real embedder, the MCP SDK client in front and
     mcp-server-time (and mcp-server-git where installed) behind."""
