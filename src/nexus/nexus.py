@@ -105,6 +105,7 @@ class _View:
     def __init__(self, owner: "Nexus", registry: Registry, slb: SemanticLookasideBuffer):
         self.owner, self.registry, self.slb = owner, registry, slb
         self.registry_hash = registry.content_hash()
+        self.flagged: dict[str, list[Any]] = {}   # request lists: tool name -> high-severity scan findings
         self._router: Router | None = None
 
     @property
@@ -143,6 +144,7 @@ class Nexus:
         self.quarantined: dict[str, list[Any]] = {}       # tool id -> scan findings (left out of the registry)
         self._quarantine = False
         self._connected = False
+        self.quarantine_requests = False  # leave poisoned tools out of request tool lists (serve openai sets it)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, *, registry: Registry | None = None, embedder: Any = None,
@@ -248,10 +250,17 @@ class Nexus:
                 parsed = tools_from_data(list(tools), "request", "tools")
             except ToolLoadError as exc:
                 raise RequestError(str(exc)) from None
+            from nexus.registry.scan import poisoned
+
+            flagged = {t.name: found for t in parsed if (found := poisoned(t))}
+            if self.quarantine_requests:  # poisoned tools are neither routed to nor shown to the model
+                parsed = [t for t in parsed if t.name not in flagged]
             registry = Registry()
             registry.set_source("request", parsed)
             seed = next(reversed(self._views.values())).slb if self._views else None
-            view = self._views[digest] = self._build(registry, seed)
+            view = self._build(registry, seed)
+            view.flagged = flagged
+            self._views[digest] = view
             while len(self._views) > VIEWS:
                 self._views.popitem(last=False)
             return view

@@ -82,6 +82,15 @@ def _tool_name(tool: Any) -> str | None:
     return None
 
 
+def _flagged(nexus: Nexus, tools: Any, quarantine: bool) -> dict[str, str]:
+    """`X-Nexus-Flagged`: the request's tools `nexus registry scan` flags high (a JSON list of names), and whether
+    they were quarantined (left out of routing and of what is forwarded)."""
+    flagged = sorted(nexus.view(tools).flagged) if tools else []
+    if not flagged:
+        return {}
+    return {"X-Nexus-Flagged": json.dumps(flagged), "X-Nexus-Quarantined": "1" if quarantine else "0"}
+
+
 def _headers(routing: Routing | None, timing: Mapping[str, float], note: str = "") -> dict[str, str]:
     """The X-Nexus-* response headers: the decision, its probabilities, every kept tool, why, and the time spent
     waiting for the router (`Queue-Ms`), routing (`Route-Ms`) and, in route mode, in the LLM (`LLM-Ms`)."""
@@ -207,6 +216,7 @@ def create_app(nexus: Nexus, settings: ServeSettings) -> Any:
 
     if settings.mode not in MODES:
         raise NexusError(f"unknown serve mode {settings.mode!r}; choose filter or route")
+    nexus.quarantine_requests = settings.quarantine
     if settings.mode == "filter" and not settings.upstream:
         raise NexusError("filter mode needs --upstream URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1)")
     upstream = (settings.upstream or "").rstrip("/")
@@ -275,7 +285,7 @@ def create_app(nexus: Nexus, settings: ServeSettings) -> Any:
         (routed, routing, total), timing = await timed(run)
         names = {key: tool.name for key, tool in (routing.registry.items() if routing else [])}
         timing = {"queue": timing["queue"], "route": total - routed.timings.llm_ms, "llm": routed.timings.llm_ms}
-        headers = _headers(routing, timing)
+        headers = _headers(routing, timing) | _flagged(nexus, tools, settings.quarantine)
         payload = completion(routed, names, settings.model_name, bool(body.get("stream")))
         if body.get("stream"):
             return StreamingResponse(iter(payload), media_type="text/event-stream", headers=headers)
@@ -286,7 +296,7 @@ def create_app(nexus: Nexus, settings: ServeSettings) -> Any:
     async def forward(body: dict, routing: Routing | None, timing: dict[str, float], explain: bool) -> Response:
         aliases = _Aliases(routing)
         out = narrowed(body, routing, aliases)
-        headers = _headers(routing, timing)
+        headers = _headers(routing, timing) | _flagged(nexus, body.get("tools"), settings.quarantine)
         client: httpx.AsyncClient = state["client"]
         url = f"{upstream}/chat/completions"
         request = client.build_request("POST", url, json=out, headers=upstream_headers(None))
