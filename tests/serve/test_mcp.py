@@ -155,6 +155,23 @@ def test_list_changed_resyncs_only_changed_tools_and_the_narrowed_surface_follow
     anyio.run(run)
 
 
+def test_a_modern_client_hears_list_changed_through_subscriptions_listen(tmp_path):
+    """The 2026-era protocol: change notifications ride a `subscriptions/listen` stream the client opened."""
+    gw, _ = gateway({"fake": server(tmp_path, "fake", BASE)}, narrow=True)
+
+    async def run():
+        async with gw.running(), Client(gw.server) as client:
+            async with client.listen(tools_list_changed=True) as subscription:
+                await find(client, "what is the weather in Paris")     # the narrowed surface changes
+                with anyio.fail_after(5):
+                    async for event in subscription:
+                        assert type(event).__name__ == "ToolsListChanged"
+                        break
+            assert "get_weather" in [t.name for t in (await client.list_tools()).tools]
+
+    anyio.run(run)
+
+
 def test_faults_are_contained_reported_and_recovered(tmp_path):
     good = server(tmp_path, "good", BASE)
     malformed = server(tmp_path, "bad", [{"name": "x", "inputSchema": {"type": "object", "properties": {"a": {"type": 5}}}}])

@@ -38,7 +38,7 @@ class Registry:
 
     _sources: dict[str, dict[str, Tool]] = field(default_factory=dict)
     _by_key: dict[str, Tool] = field(default_factory=dict)
-    _hash: str | None = field(default=None, repr=False)
+    _hash: str | None = field(default=None, repr=False, compare=False)
 
     def set_source(self, origin: str, tools: Iterable[Tool]) -> RegistryDiff:
         """Replace everything from `origin` with `tools` and return what changed (by key and hash)."""
