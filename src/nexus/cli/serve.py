@@ -12,6 +12,14 @@ app = typer.Typer(help="Serve Nexus: an OpenAI-compatible proxy or an MCP gatewa
 err = Console(stderr=True)
 
 
+def _quiet_bm25s() -> None:
+    import logging
+
+    import bm25s  # noqa: F401 - imported first: it sets its own logger to DEBUG on import
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # else every index build is logged
+
+
 def _serve_settings(**given):
     """Settings with the command line on top of NEXUS_SERVE_* (None: keep the environment's)."""
     from nexus.config import Settings
@@ -41,6 +49,7 @@ def openai(
     from nexus.serve.security import check_bind
 
     quiet_threads()
+    _quiet_bm25s()
     settings = _serve_settings(mode=mode, upstream=upstream, host=host, port=port, token=token).with_gate_model(gate_model)
     serve = settings.serve
     try:
@@ -72,8 +81,6 @@ def mcp(
     """An MCP gateway (find_tools, call_tool) over the servers of an mcpServers config. Example:
     nexus serve mcp --config mcp.json                      # stdio, for an MCP host's config
     nexus serve mcp --config mcp.json --transport http     # http://127.0.0.1:8080/mcp"""
-    import logging
-
     import anyio
 
     from nexus.cli.latency import quiet_threads
@@ -86,7 +93,7 @@ def mcp(
     quiet_threads()
     if transport not in ("stdio", "http"):
         raise typer.BadParameter("--transport is stdio or http")
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    _quiet_bm25s()
     settings = _serve_settings(host=host, port=port, token=token, quarantine=quarantine).with_gate_model(gate_model)
     serve = settings.serve
     specs = _specs(config, None)
