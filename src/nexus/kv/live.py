@@ -148,12 +148,13 @@ def attach_blocks(backend: Any, settings: Any) -> KVBlocks | None:
         return None
     kv = settings.kv
     existing = backend.blocks
-    if isinstance(existing, KVBlocks) and existing.audit == kv.audit:
-        return existing
+    policy = RepairPolicy(kv.threshold, kv.per_token, kv.min_tokens, kv.repair)  # an unknown method is a ConfigError
+    if (isinstance(existing, KVBlocks) and existing.audit == kv.audit and existing.policy == policy
+            and existing.compiler.store.folder == settings.kv_dir()):
+        return existing  # the same blocks: keep their in-memory cache
     try:
         store = BlockStore(settings.kv_dir(), kv.budget_mb << 20)
         compiler = SchemaBlockCompiler(ctx, store, model_file_hash(backend.model.path))
-        policy = RepairPolicy(kv.threshold, kv.per_token, kv.min_tokens, kv.repair)
         blocks = KVBlocks(ctx, compiler, policy, audit=kv.audit)
     except (NexusError, OSError) as exc:
         log.warning("KV blocks off: %s", exc)
