@@ -60,12 +60,17 @@ def test_shortlist_shows_signatures_and_lets_the_model_choose(registry):
     assert prior[-1] == pytest.approx(0.9) and sum(prior) == pytest.approx(1.0)  # the gate's p_top1 on its top pick
     tools_block = prompt.text.split("Tools:\n")[-1]
     assert "get_time(timezone)" in tools_block and "  timezone:" not in tools_block  # signatures, not schemas
-    assert args_prompt.text.startswith(prompt.text) and grammar == arguments_gbnf(TIME.input_schema)
+    # the picked tool's arguments are written against its full schema alone (after the same request)
+    assert args_prompt.text.endswith("get_time(timezone:str) Current time in a timezone.\n  timezone: str\n"
+                                     "Request: time in Tokyo?\nTool: get_time\nArguments:")
+    assert "get_weather(" not in args_prompt.text.split("Tools:\n")[-1]
+    assert grammar == arguments_gbnf(TIME.input_schema, "time in Tokyo?")
 
 
 def test_invalid_arguments_get_one_repair_with_the_full_schema(registry):
     backend = ScriptedBackend(arguments=['{"city": "Paris", "days": 30}', '{"city": "Paris", "days": 3}'])
-    call = ToolCaller(backend, registry).call("weather in Paris for 30 days", decision(Action.ROUTE, "get_weather"))
+    caller = ToolCaller(backend, registry, normalise=False)  # (with it, the unstated "days": 3 would be dropped)
+    call = caller.call("weather in Paris for 30 days", decision(Action.ROUTE, "get_weather"))
     assert call.valid and call.arguments == {"city": "Paris", "days": 3} and call.attempts == 2
     assert call.path is Action.ROUTE and "days: 30 is greater than the maximum of 7" in call.errors[0]
     repair_prompt = backend.calls[1][1].text
@@ -119,3 +124,19 @@ def test_overflow_is_an_error_not_a_truncation(registry):
     backend = ScriptedBackend(n_ctx=10)
     with pytest.raises(ContextOverflow, match="needs .* tokens but the context holds 10"):
         ToolCaller(backend, registry).call("weather in Paris?", decision(Action.ROUTE, "get_weather"))
+
+
+def test_arguments_are_normalised_and_unstated_optional_ones_dropped_before_validation(registry):
+    backend = ScriptedBackend(arguments=['{"timezone": "Tokyo"}', '{"city": "Oslo", "days": 5}'])
+    caller = ToolCaller(backend, registry)
+    call = caller.call("time in Tokyo?", decision(Action.ROUTE, "get_time"))
+    assert call.arguments == {"timezone": "Asia/Tokyo"} and call.valid
+    call = caller.call("weather in Oslo", decision(Action.ROUTE, "get_weather"))
+    assert call.arguments == {"city": "Oslo"} and call.valid  # "days": 5 is not in the request
+
+
+def test_numbers_the_request_states_constrain_the_grammar(registry):
+    backend = ScriptedBackend(arguments=['{"city": "Oslo", "days": 3}'])
+    ToolCaller(backend, registry).call("weather in Oslo for 3 or 4 days", decision(Action.ROUTE, "get_weather"))
+    rules = dict(line.split(" ::= ", 1) for line in backend.calls[-1][2].strip().splitlines())
+    assert rules["days"] == '"3" | "4"'  # integers only: 0.03 and 0.04 are not integers

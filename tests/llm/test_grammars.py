@@ -35,3 +35,21 @@ def test_unsupported_schema_falls_back_to_any_object_with_a_warning(caplog):
 
 def test_choice_grammar_escapes_quotes():
     assert choice_gbnf(["a", 'b"c']) == 'root ::= " a" | " b\\"c"'
+
+
+def test_request_numbers_and_city_state_formats_shape_the_grammar_not_the_schema():
+    schema = {"type": "object", "properties": {
+        "nights": {"type": "integer", "minimum": 1, "maximum": 30},
+        "rate": {"type": "number"},
+        "unit": {"type": "string", "enum": ["c", "f"]},
+        "city": {"type": "string", "description": "in the format of 'City, State', e.g. 'Austin, TX'"},
+        "place": {"type": "string", "description": "'City, State' or 'City, Country'"}}, "required": ["nights"]}
+    rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "2 nights at 5% off, 100 dollars").strip().splitlines())
+    assert rules["nights"] == '"1" | "2" | "5"'                # integers the request states (100% = 1), within min/max
+    assert rules["rate"] == '"0.02" | "0.05" | "1" | "2" | "5" | "100"'  # numbers, "5%" also as 0.05
+    assert rules["unit"] == '"\\"c\\"" | "\\"f\\""'           # enums from the schema
+    assert '"," " " city-1 city-1' in rules["city"] and "place-kv" in rules  # a two-letter state after the comma
+    assert "place-1" not in rules                              # a country may follow: no pattern there
+    free = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "a night please").strip().splitlines())
+    assert "integer" in free["nights"]                         # no number in the request: any integer
+    assert arguments_gbnf(schema) != arguments_gbnf(schema, "2 nights")

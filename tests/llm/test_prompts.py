@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from nexus.llm.base import Prompt
-from nexus.llm.prompts import Exchange, PromptBuilder, few_shot, schema_line, signature_line
+from nexus.llm.prompts import (EXAMPLES, Exchange, PromptBuilder, _example_tools, few_shot, grammar_order, schema_line,
+                               signature_line)
 from nexus.registry import Tool
 
 WEATHER = Tool("get_weather", "Current weather for a city. Uses a paid API.", {
@@ -38,7 +41,9 @@ def test_tools_prefix_is_a_prefix_of_every_call_prompt():
 
 def test_header_examples_are_rendered_like_live_tools():
     header = few_shot()
-    assert header.count("Tools:\n") == 3 and header.endswith("\n\n")
+    assert header.count("Tools:\n") == len(EXAMPLES) and header.endswith("\n\n")
+    for _, _, _, tool, arguments in EXAMPLES:  # each example's JSON in the order the grammar writes it
+        assert f"Tool: {tool}\nArguments: {json.dumps(grammar_order(_example_tools()[tool].input_schema, arguments))}\n" in header
     assert signature_line("get_weather", WEATHER).startswith("get_weather(")
 
 
@@ -73,3 +78,13 @@ def test_chat_template_keeps_tool_lines_as_segments():
     assert builder.tools_prefix(lines).segments == prompt.segments[: len(builder.tools_prefix(lines).segments)]
     answer = builder.answer_prompt("hi")
     assert answer.special and answer.text.endswith("<|user|>Request: hi<|end|><|assistant|>Answer:")
+
+
+def test_grammar_order_puts_required_arguments_first():
+    schema = {"properties": {"a": {}, "b": {}, "c": {}}, "required": ["c"]}
+    assert list(grammar_order(schema, {"b": 1, "a": 2, "c": 3})) == ["c", "a", "b"]
+
+
+def test_thousands_separators_are_dropped_from_the_request_only_between_digit_groups():
+    segments = PromptBuilder().call_prompt("invest $10,000 for 1,2,3 years; pay 1,234,567", []).segments
+    assert segments[-2] == "Request: invest $10000 for 1,2,3 years; pay 1234567\n"

@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from nexus.bench.latency import Case, _norm, args_match, build_cases, run_nexus, value_matches
 from nexus.bench.runfolder import write_jsonl
-from nexus.gate.data import tool_disjoint
+from nexus.datasets import tool_disjoint
 from nexus.llm.base import LLMBackend
 from nexus.registry import Registry, Tool
 from nexus.router import Gate, Router
@@ -148,7 +148,7 @@ def summarise_args(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_args(tools: Sequence[Tool], queries: Sequence[dict[str, Any]], size: int, limit: int, seed: int,
              backend: LLMBackend, slb: SemanticLookasideBuffer, gate_for: Callable[[SemanticLookasideBuffer, Registry], Gate],
-             run_dir: Path, exclude: Sequence[Tool] = (), max_arg_tokens: int = 256) -> dict[str, Any]:
+             run_dir: Path, exclude: Sequence[Tool] = (), max_arg_tokens: int = 256, k: int = 10) -> dict[str, Any]:
     """Route `limit` queries (distinct gold tools) over a registry of `size` tools; rows and result into `run_dir`."""
     if exclude:
         tools, queries = exclude_queries(tools, queries, exclude)
@@ -161,7 +161,7 @@ def run_args(tools: Sequence[Tool], queries: Sequence[dict[str, Any]], size: int
     registry = Registry()
     registry.set_source("bench", case.tools)
     slb.sync(registry)
-    router = Router(registry, slb, gate_for(slb, registry), backend, max_arg_tokens=max_arg_tokens)
+    router = Router(registry, slb, gate_for(slb, registry), backend, k=k, max_arg_tokens=max_arg_tokens)
     rows = score_rows(case, run_nexus(case, router))
     write_jsonl(run_dir / "rows.jsonl", rows)
     result = {"n_tools": case.n_tools, **summarise_args(rows)}

@@ -36,11 +36,9 @@ def args(
     from nexus.bench.runfolder import new_run_dir, write_meta
     from nexus.config import Settings
     from nexus.errors import NexusError
-    from nexus.gate.data import read_query_records
-    from nexus.llm import make_backend
+    from nexus.datasets import read_query_records
+    from nexus.nexus import Nexus
     from nexus.registry import load_tools_file
-    from nexus.router import load_gate
-    from nexus.slb import HybridWeights, SemanticLookasideBuffer, SentenceTransformerEmbedder
 
     settings = Settings()
     try:
@@ -50,19 +48,18 @@ def args(
         folder = new_run_dir(run_dir, "args")
         update, stop = progress_callback("bench args")
         update("loading models", 0, 1)
-        backend = make_backend(settings)
-        model_dir = gate_model or settings.gate_dir()
+        settings = settings.with_gate_model(gate_model)
+        nexus = Nexus.from_settings(settings)
+        backend = nexus.backend
+        model_dir = settings.gate_dir()
         write_meta(folder, {"tools": tools, "queries": queries, "size": size, "limit": limit, "seed": seed,
                             "exclude_tools": exclude_tools, "model": backend.model_id, "n_ctx": backend.n_ctx,
                             "max_arg_tokens": max_arg_tokens, "gate_model": str(model_dir) if model_dir.is_dir() else None,
                             "settings": settings.model_dump(mode="json")})
-        slb = SemanticLookasideBuffer(SentenceTransformerEmbedder(settings.embedder),
-                                      HybridWeights(settings.lexical_weight, settings.name_bonus))
         update("routing and calling", 0, 1)
         try:
-            result = run_args(tool_list, query_list, size, limit, seed, backend, slb,
-                              lambda s, r: load_gate(s, r, model_dir, k=settings.top_k, gate_settings=settings.gate),
-                              folder, excluded, max_arg_tokens)
+            result = run_args(tool_list, query_list, size, limit, seed, backend, nexus.new_slb(), nexus.make_gate,
+                              folder, excluded, max_arg_tokens, k=settings.gate.k)
         finally:
             stop()
             backend.close()

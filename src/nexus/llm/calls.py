@@ -30,6 +30,7 @@ from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
+from nexus.llm.values import normalise_arguments
 from nexus.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,9 @@ class ToolCaller:
     """Runs the LLM path for decisions over one registry."""
 
     def __init__(self, backend: LLMBackend, registry: Registry, prompts: PromptBuilder | None = None,
-                 max_arg_tokens: int = 256, fuse_prior: bool = True):
+                 max_arg_tokens: int = 256, fuse_prior: bool = True, normalise: bool = True):
         self.backend = backend
+        self.normalise = normalise
         self.fuse_prior = fuse_prior
         self.registry = registry
         chat = getattr(backend, "chat_template", None)
@@ -100,8 +102,9 @@ class ToolCaller:
             cached = self._validators[key] = (tool.content_hash, cls(schema))
         return cached[1]
 
-    def validate(self, key: str, text: str, finished: bool) -> tuple[dict[str, Any] | None, str | None]:
-        """(arguments, None) when `text` is a JSON object valid for the tool, else (parsed or None, message)."""
+    def validate(self, key: str, text: str, finished: bool, request: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
+        """(arguments, None) when `text` is a JSON object valid for the tool, else (parsed or None, message).
+        With the `request`, values are first normalised and unstated optional ones dropped (`nexus.llm.values`)."""
         if not finished:
             return None, f"the arguments were cut off after {self.max_arg_tokens} tokens"
         try:
@@ -110,11 +113,17 @@ class ToolCaller:
             return None, f"not JSON: {exc}"
         if not isinstance(value, dict):
             return None, "the arguments must be a JSON object"
+        if request is not None and self.normalise:
+            value = normalise_arguments(value, self.registry.get(key).input_schema, request)
         errors = sorted(self._validator(key).iter_errors(value), key=lambda e: (len(e.path), e.message))
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path)
             return value, f"{where + ': ' if where else ''}{errors[0].message}"
         return value, None
+
+    def _grounding(self, turn: str) -> str | None:
+        """The request the grammar takes stated values from (None: the plain schema grammar)."""
+        return turn if self.normalise else None
 
     # -- prompts -----------------------------------------------------------------------------------
     def tool_lines(self, keys: Sequence[str], view: str) -> list[str]:
@@ -147,10 +156,12 @@ class ToolCaller:
         else:
             selection = self.backend.choose(call, list(keys), prior)
             key, chosen = selection.option, selection.prefilled_tokens
+        if view != "schema":  # a name picked from signatures: its arguments are written against its full schema
+            call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history)
         prompt = self.prompts.arguments_prompt(call, key)
-        generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema),
+        generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn)),
                                            max_tokens=self.max_arg_tokens)
-        arguments, error = self.validate(key, generation.text, generation.finished)
+        arguments, error = self.validate(key, generation.text, generation.finished, turn)
         return _Attempt(key, generation, arguments, error, chosen + generation.prefilled_tokens)
 
     def call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
@@ -188,8 +199,9 @@ class ToolCaller:
         message, decoded again under the grammar. Returns (arguments, error or None, generation)."""
         tool = self.registry.get(first.key)
         repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error or "", history)
-        generation = self.backend.generate(repair, grammar=arguments_gbnf(tool.input_schema), max_tokens=self.max_arg_tokens)
-        arguments, error = self.validate(first.key, generation.text, generation.finished)
+        generation = self.backend.generate(repair, grammar=arguments_gbnf(tool.input_schema, self._grounding(turn)),
+                                           max_tokens=self.max_arg_tokens)
+        arguments, error = self.validate(first.key, generation.text, generation.finished, turn)
         return arguments, error, generation
 
     def _fallback(self, turn: str, decision: Decision, history: Sequence[Exchange],

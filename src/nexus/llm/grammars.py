@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
@@ -58,9 +59,41 @@ def _arguments_gbnf(schema_json: str) -> str:
     return "\n".join(sorted(lines[:-1]) + lines[-1:]) + "\n"
 
 
-def arguments_gbnf(schema: Mapping[str, Any]) -> str:
-    """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content)."""
-    return _arguments_gbnf(json.dumps(normalise_schema(schema), sort_keys=False, ensure_ascii=False))
+CITY_STATE = re.compile(r"'?city, state'?", re.I)
+CITY_STATE_PATTERN = "^[A-Z][A-Za-z .'-]*, [A-Z]{2}$"
+
+
+def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dict[str, Any]:
+    """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
+    follow from the description alone — a 'City, State' format as a pattern, and (given the request) each
+    top-level number taken from the numbers the request states, when it states any. Validation still checks
+    the tool's own schema; this only narrows what the model may write."""
+    from nexus.llm.values import request_numbers
+
+    out = normalise_schema(schema)
+    props = out.get("properties") if isinstance(out.get("properties"), dict) else {}
+    numbers = sorted(request_numbers(request)) if request else []
+    for name, sub in props.items():
+        if not isinstance(sub, dict) or "enum" in sub or "pattern" in sub or "format" in sub:
+            continue
+        kind = sub.get("type")
+        if kind == "string" and CITY_STATE.search(str(sub.get("description", ""))) and \
+                "country" not in str(sub.get("description", "")).lower():
+            sub["pattern"] = CITY_STATE_PATTERN
+        elif kind in ("number", "integer") and numbers:
+            low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
+            options = [n for n in numbers if (kind == "number" or n == int(n)) and low <= n <= high]
+            options = [int(n) if n == int(n) else n for n in options]
+            if options:
+                sub["enum"] = options
+    return out
+
+
+def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None) -> str:
+    """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content); with the request,
+    built from `grammar_schema`."""
+    shaped = grammar_schema(schema, request) if request is not None else normalise_schema(schema)
+    return _arguments_gbnf(json.dumps(shaped, sort_keys=False, ensure_ascii=False))
 
 
 def choice_gbnf(options: Sequence[str]) -> str:

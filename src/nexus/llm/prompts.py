@@ -16,6 +16,7 @@ rendered by the same functions as the live tools, so they always look alike.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
@@ -26,11 +27,13 @@ from nexus.signatures import compile_signature
 from nexus.signatures.compiler import short_type
 
 MAX_RESULT_CHARS = 300
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "$10,000" is shown as "$10000": JSON numbers have no commas
 
 INSTRUCTIONS = (
     "Each request below is answered by calling one of the listed tools. After \"Tool:\" comes the name of "
-    "the tool that fits the request; after \"Arguments:\" its arguments as JSON, with values taken from "
-    "the request and only parameters the tool defines.\n\n"
+    "the tool that fits the request; after \"Arguments:\" its arguments as JSON. Values are copied from the "
+    "request word for word, numbers as numbers; a parameter marked ? is optional and is given only when the "
+    "request states it.\n\n"
 )
 
 
@@ -38,33 +41,73 @@ def _example_tools() -> dict[str, Tool]:
     def obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
         return {"type": "object", "properties": props, "required": required}
 
-    text = {"type": "string"}
+    def text(description: str = "") -> dict[str, Any]:
+        return {"type": "string", "description": description} if description else {"type": "string"}
+
+    def number(description: str, kind: str = "number") -> dict[str, Any]:
+        return {"type": kind, "description": description}
+
     return {
         "get_weather": Tool("get_weather", "Current weather for a city.", obj(
-            {"city": text, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, ["city"]), "examples"),
-        "send_email": Tool("send_email", "Send an email.", obj({"to": text, "subject": text, "body": text},
+            {"city": text(), "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, ["city"]), "examples"),
+        "send_email": Tool("send_email", "Send an email.", obj({"to": text(), "subject": text(), "body": text()},
                                                              ["to", "subject"]), "examples"),
         "create_event": Tool("create_event", "Add an event to the calendar.", obj(
-            {"title": text, "date": text, "time": text}, ["title", "date"]), "examples"),
+            {"title": text(), "date": text(), "time": text()}, ["title", "date"]), "examples"),
         "read_file": Tool("read_file", "Read a text file.", obj(
-            {"path": {"type": "string", "description": "Absolute path of the file"},
+            {"path": text("Absolute path of the file"),
              "encoding": {"type": "string", "default": "utf-8"}}, ["path"]), "examples"),
         "convert_currency": Tool("convert_currency", "Convert an amount of money from one currency to another.", obj(
-            {"amount": {"type": "number", "description": "Amount to convert"},
-             "from_currency": {"type": "string", "description": "ISO code, e.g. USD"},
-             "to_currency": {"type": "string", "description": "ISO code, e.g. EUR"}},
+            {"amount": number("Amount to convert"),
+             "from_currency": text("ISO code, e.g. USD"), "to_currency": text("ISO code, e.g. EUR")},
             ["amount", "from_currency", "to_currency"]), "examples"),
+        "book_table": Tool("book_table", "Reserve a table at a restaurant.", obj(
+            {"restaurant": text("Name of the restaurant"),
+             "city": text("City in the format 'City, State', e.g. 'Austin, TX'"),
+             "date": text("Date of the booking, YYYY-MM-DD"), "time": text("Time of the booking, HH:MM (24-hour)"),
+             "party_size": number("Number of people", "integer"),
+             "outdoor": {"type": "boolean", "description": "Seat outside", "default": False}},
+            ["restaurant", "city", "date", "party_size"]), "examples"),
+        "search_products": Tool("search_products", "Search the shop's catalogue.", obj(
+            {"query": text("Search words"), "max_price": number("Highest price in dollars"),
+             "in_stock_only": {"type": "boolean", "description": "Only items in stock", "default": False},
+             "sort": {"type": "string", "enum": ["relevance", "price", "rating"], "default": "relevance"},
+             "limit": {"type": "integer", "description": "Results to return", "default": 20}},
+            ["query"]), "examples"),
+        "final_velocity": Tool("final_velocity", "Velocity of an accelerating object after some time.", obj(
+            {"initial_velocity": number("Starting velocity in m/s"), "acceleration": number("Acceleration in m/s^2"),
+             "time": number("Elapsed time in seconds")}, ["initial_velocity", "acceleration", "time"]), "examples"),
+        "world_clock": Tool("world_clock", "Current local time in a time zone.", obj(
+            {"timezone": text("IANA time zone name, e.g. 'Europe/Paris'"),
+             "format_24h": {"type": "boolean", "description": "24-hour clock", "default": True}},
+            ["timezone"]), "examples"),
+        "stock_prices": Tool("stock_prices", "Closing prices of stocks.", obj(
+            {"symbols": {"type": "array", "items": {"type": "string"}, "description": "Ticker symbols"},
+             "period": {"type": "string", "enum": ["1d", "5d", "1mo", "1y"], "default": "5d"}},
+            ["symbols"]), "examples"),
     }
 
 
-# (tools shown, as signatures or full schemas, request, tool, arguments): both views, so one header serves all paths
+# (tools shown, as signatures or full schemas, request, tool, arguments): both views, so one header serves all
+# paths. Each shows one habit a small model lacks: values copied whole, optional parameters only when stated,
+# numbers matched to the parameter they describe, dates/times/zones/codes in the form the schema asks for.
 EXAMPLES = (
     (("get_weather", "send_email", "create_event"), "signature", "What's the weather like in Paris right now, in celsius?",
      "get_weather", {"city": "Paris", "unit": "celsius"}),
     (("read_file",), "schema", "Show me what's in /home/ann/notes/todo.txt", "read_file",
      {"path": "/home/ann/notes/todo.txt"}),
+    (("final_velocity",), "schema", "A ball starts at 3 m/s and speeds up at 2 m/s^2 for 10 seconds. How fast is it then?",
+     "final_velocity", {"initial_velocity": 3, "acceleration": 2, "time": 10}),
+    (("search_products",), "schema", "Find wireless headphones under $80 that are in stock", "search_products",
+     {"query": "wireless headphones", "max_price": 80, "in_stock_only": True}),
+    (("book_table",), "schema", "Book a table for four at Nopa in San Francisco on March 3rd 2024 at 7:30pm",
+     "book_table", {"restaurant": "Nopa", "city": "San Francisco, CA", "date": "2024-03-03", "time": "19:30",
+                    "party_size": 4}),
     (("convert_currency",), "schema", "How much is 250 dollars in euros?", "convert_currency",
      {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}),
+    (("world_clock",), "schema", "What's the time in Sydney?", "world_clock", {"timezone": "Australia/Sydney"}),
+    (("stock_prices",), "schema", "Closing prices of AAPL, MSFT and NVDA please", "stock_prices",
+     {"symbols": ["AAPL", "MSFT", "NVDA"]}),
 )
 
 ANSWER_SHOT = (
@@ -84,8 +127,17 @@ def few_shot() -> str:
     for keys, view, request, tool, arguments in EXAMPLES:
         render = schema_line if view == "schema" else signature_line
         lines = "".join(render(k, tools[k]) for k in keys)
-        blocks.append(f"Tools:\n{lines}Request: {request}\nTool: {tool}\nArguments: {json.dumps(arguments)}\n\n")
+        blocks.append(f"Tools:\n{lines}Request: {request}\nTool: {tool}\nArguments: "
+                      f"{json.dumps(grammar_order(tools[tool].input_schema, arguments))}\n\n")
     return "".join(blocks)
+
+
+def grammar_order(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments in the order the grammar writes them: required ones first, each group in schema order."""
+    props = list(schema.get("properties") or {})
+    required = set(schema.get("required") or [])
+    rank = {name: (name not in required, i) for i, name in enumerate(props)}
+    return dict(sorted(arguments.items(), key=lambda kv: rank.get(kv[0], (True, len(props)))))
 
 
 @dataclass(frozen=True)
@@ -172,7 +224,7 @@ class PromptBuilder:
                     blocks: bool = False) -> Prompt:
         """The prompt that ends at `Tool:`; the tool name and `Arguments:` follow. `blocks` marks the tool lines
         as segments a backend may fill from compiled KV blocks (computed behind the header: completion prompts)."""
-        request = f"Request: {' '.join(turn.split())}\n"
+        request = f"Request: {_THOUSANDS.sub('', ' '.join(turn.split()))}\n"
         if self.chat_template:
             return self._chat(tool_lines, history, request, "Tool:")
         prompt = self.tools_prefix(tool_lines).extend(*self._history(history), request, "Tool:")
