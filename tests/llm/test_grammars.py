@@ -51,5 +51,5 @@ def test_request_numbers_and_city_state_formats_shape_the_grammar_not_the_schema
     assert '"," " " city-1 city-1' in rules["city"] and "place-kv" in rules  # a two-letter state after the comma
     assert "place-1" not in rules                              # a country may follow: no pattern there
     free = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "a night please").strip().splitlines())
-    assert "integer" in free["nights"]                         # no number in the request: any integer
+    assert "integer" in free["nights-kv"]                      # no number in the request: any integer
     assert arguments_gbnf(schema) != arguments_gbnf(schema, "2 nights")
