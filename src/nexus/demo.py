@@ -43,6 +43,25 @@ class DemoTurn:
     error: str | None
 
 
+def turn_row(turn: DemoTurn) -> dict[str, Any]:
+    """One turn as a flat JSON object (`nexus demo --json OUT` writes one per line): the request, the gate's
+    decision and its probability `p` (of the top tool being right; of "no tool needed" for NO_TOOL), the path that
+    produced the call (FALLBACK after a failed repair), the tool called (registry key) with its arguments, the
+    server's result or the error, the plain answer of a NO_TOOL turn, and the turn's timings and context size."""
+    routed, call = turn.routed, turn.routed.call
+    decision = routed.decision
+    no_tool = decision.action.value == "no_tool"
+    return {
+        "request": turn.request, "decision": decision.action.value, "path": call.path.value,
+        "p": round(float(decision.p_no_tool if no_tool else decision.p_top1), 4),
+        "tool": call.tool, "server": turn.server, "arguments": call.arguments, "valid": call.valid,
+        "result": turn.result, "error": turn.error, "answer": call.answer,
+        "ttfat_ms": None if routed.timings.ttfat_ms is None else round(routed.timings.ttfat_ms, 1),
+        "total_ms": round(routed.timings.total_ms, 1), "context_tokens": routed.context_tokens,
+        "tokens_saved": routed.tokens_saved,
+    }
+
+
 def scale_registry_tools(data_dir: Path, live_names: set[str]) -> list[tuple[str, list[Any]]]:
     """(origin, tools) from the public MCP catalogues in `data_dir`, without copies of the live servers' tools."""
     from nexus.errors import ToolLoadError

@@ -94,3 +94,51 @@ def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
 
     other = Settings(cache_dir=tmp_path / "empty", data_dir=tmp_path / "no-data", gate={"k": 6})
     assert isinstance(demo_gate(slb, reg, other, None, False, 60.0, steps.append), ScoreGate)
+
+
+def test_json_rows_one_per_turn_with_what_a_program_checks(tmp_path):
+    """`nexus demo --json OUT`: one object per turn — request, decision, p, tool, arguments, result, error."""
+    from nexus.cli.demo import write_rows
+    from nexus.registry.servers import parse_servers_config
+
+    backend = ScriptedBackend(arguments=['{"timezone": "Tokyo"}', '{"timezone": "Mars/Olympus"}'],
+                              choices=["get_current_time"], answers=["You're welcome."])
+    servers = parse_servers_config({"mcpServers": {"time": {"command": str(TIME_SERVER)}}}, "test")
+    from nexus.gate.decision import Action, Decision
+
+    class SignOffGate(ScoreGate):  # scripted: which turn needs no tool is not what this test is about
+        def decide(self, turn, history=(), hits=None):
+            return Decision(Action.NO_TOOL, (), 0.0, 0.97) if turn == "thanks" else super().decide(turn, history, hits)
+
+    nexus = facade(tmp_path, backend, lambda slb, reg: SignOffGate(slb))
+    requests = ["What is the current time in Tokyo?", "What is the current time on Mars?", "thanks"]
+    turns, _, _ = anyio.run(lambda: run_demo(nexus, servers, requests))
+    out = tmp_path / "turns.jsonl"
+    write_rows(turns, out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["request"] for r in rows] == requests
+    tokyo, mars, thanks = rows
+    assert tokyo["tool"] == "get_current_time" and tokyo["arguments"] == {"timezone": "Asia/Tokyo"}  # normalised
+    assert json.loads(tokyo["result"])["timezone"] == "Asia/Tokyo" and tokyo["error"] is None
+    assert tokyo["decision"] in ("route", "shortlist") and tokyo["p"] == pytest.approx(turns[0].routed.decision.p_top1, abs=1e-4)
+    assert mars["result"] is None and "Mars/Olympus" in mars["error"]  # the server refused it: reported, not raised
+    assert thanks["decision"] == "no_tool" and thanks["p"] == 0.97 and thanks["tool"] is None
+    assert thanks["answer"] == "You're welcome." and thanks["error"] is None
+
+
+def test_progress_is_plain_lines_when_piped():
+    import io
+
+    from nexus.cli.demo import StepProgress
+
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=False, width=200)
+    with StepProgress(console, plain_every_s=3600) as step:
+        step("loading the LLM")
+        for done in range(0, 401, 50):
+            step(f"first run: training the gate (steps {done}/400)")
+        step("turn 1/2: hello")
+    lines = sink.getvalue().splitlines()
+    assert len(lines) == 4 and "loading the LLM" in lines[0]  # counted stages: the first and the last line only
+    assert lines[1].endswith("(steps 0/400)") and lines[2].endswith("(steps 400/400)") and "turn 1/2" in lines[3]
+    assert all(line.startswith("[") and "s] " in line for line in lines)  # each with the time since start

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
@@ -51,6 +53,59 @@ def render(turns: Sequence["DemoTurn"], n_tools: int, model: str) -> Table:
     return table
 
 
+class StepProgress:
+    """The demo's preparation and turns, visible: a bar on a terminal, plain timestamped lines when stderr is piped
+    to a file (a line per stage, and for counted stages — "12/400" in the text — at most one every 10 s). A stage
+    whose text carries "done/total" fills the bar."""
+
+    _COUNT = re.compile(r"(\d+)/(\d+)")
+
+    def __init__(self, console: Console, plain_every_s: float = 10.0):
+        self.console, self.plain_every_s = console, plain_every_s
+        self.start = time.perf_counter()
+        self._bar = self._task = None
+        self._last: tuple[str, float] = ("", -1e9)
+        if console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console, transient=True)
+            self._task = self._bar.add_task("starting", total=None)
+
+    def __enter__(self) -> "StepProgress":
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def __call__(self, what: str) -> None:
+        count = self._COUNT.search(what)
+        done, total = (int(count.group(1)), int(count.group(2))) if count else (None, None)
+        if self._bar is not None:
+            self._bar.update(self._task, description=what, completed=done or 0, total=total)
+            return
+        now = time.perf_counter()
+        stage = self._COUNT.sub("", what)
+        if stage == self._last[0] and now - self._last[1] < self.plain_every_s and done != total:
+            return  # the same counted stage, moments later: keep the log short
+        self._last = (stage, now)
+        self.console.print(f"[{now - self.start:6.1f}s] {what}", highlight=False, soft_wrap=True)
+
+
+def write_rows(turns: Sequence["DemoTurn"], out: Path) -> None:
+    """One JSON object per turn and line (`nexus.demo.turn_row`); "-" writes to stdout."""
+    from nexus.demo import turn_row
+
+    lines = "".join(json.dumps(turn_row(t), ensure_ascii=False, default=str) + "\n" for t in turns)
+    if str(out) == "-":
+        sys.stdout.write(lines)
+    else:
+        out.write_text(lines, encoding="utf-8")
+
+
 def demo(
     workspace: Optional[Path] = typer.Option(None, help="folder the demo servers work in (default: CACHE_DIR/workspace)"),
     scale: bool = typer.Option(True, "--scale/--no-scale", help="also ingest the public MCP catalogues when the data folder exists"),
@@ -59,6 +114,8 @@ def demo(
     train_gate: bool = typer.Option(True, "--train-gate/--no-train-gate",
                                     help="train a gate on first use if none exists (--no-train-gate: decide on raw SLB scores)"),
     gate_budget: float = typer.Option(540.0, help="seconds the first-use gate training steps may take"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write one JSON object per turn to this file "
+                                            "(request, decision, p, tool, arguments, result, error; '-': stdout)"),
 ) -> None:
     """Route natural requests over real MCP servers with the packaged models, call the tools, show the figures."""
     import anyio
@@ -69,8 +126,6 @@ def demo(
     import bm25s  # noqa: F401 - imported first: it sets its own logger to DEBUG on import
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # else every index build is logged
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from nexus.config import Settings
     from nexus.demo import DEMO_REQUESTS, demo_gate, demo_servers_config, run_demo, scale_registry_tools
     from nexus.errors import NexusError
@@ -88,19 +143,13 @@ def demo(
     (workspace / "notes.txt").write_text("Demo notes: Alice works at Acme.\n", encoding="utf-8")
     fill = {"repo": str(workspace / "repo"), "workspace": str(workspace)}
     requests = list(request) or [text.format(**fill) for need, text in DEMO_REQUESTS if not need or need in servers]
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                  transient=True) as progress:
-        task = progress.add_task("loading the LLM", total=None)
-
-        def step(what: str) -> None:
-            progress.update(task, description=what)
-
+    with StepProgress(err) as step:
+        step("loading the LLM and the embedder")
         try:
             nexus = Nexus.from_settings(settings, index_path=settings.cache_dir / "demo" / "slb.idx",
                                         gate_factory=lambda slb, reg: demo_gate(slb, reg, settings, gate_model, train_gate,
                                                                                 gate_budget, step))
             backend = nexus.backend
-            step("loading the embedder")
 
             def extra(live_names: set[str]) -> list:
                 return scale_registry_tools(settings.data_dir, live_names) if scale and settings.data_dir.exists() else []
@@ -111,10 +160,13 @@ def demo(
             raise typer.Exit(1) from None
     for name, why in failed.items():
         err.print(f"[yellow]server {name} did not start:[/yellow] {why}")
-    out.print(render(turns, n_tools, backend.model_id))
+    if json_out is not None:
+        write_rows(turns, json_out)
+    if str(json_out) != "-":
+        out.print(render(turns, n_tools, backend.model_id))
     ttfats = sorted(t.routed.timings.ttfat_ms for t in turns if t.routed.timings.ttfat_ms is not None)
     saved = [t.routed.tokens_saved for t in turns if t.routed.call.tool]
-    if ttfats:
+    if ttfats and str(json_out) != "-":
         out.print(f"TTFAT median {ttfats[len(ttfats) // 2]:.0f} ms; main-context tokens saved per tool turn "
                   f"(vs every full schema, {turns[0].routed.full_context_tokens:,} tokens): median {sorted(saved)[len(saved) // 2]:,}"
                   if saved else "")
