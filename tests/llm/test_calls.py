@@ -135,8 +135,12 @@ def test_arguments_are_normalised_and_unstated_optional_ones_dropped_before_vali
     assert call.arguments == {"city": "Oslo"} and call.valid  # "days": 5 is not in the request
 
 
-def test_numbers_the_request_states_constrain_the_grammar(registry):
-    backend = ScriptedBackend(arguments=['{"city": "Oslo", "days": 3}'])
-    ToolCaller(backend, registry).call("weather in Oslo for 3 or 4 days", decision(Action.ROUTE, "get_weather"))
+def test_numbers_the_request_states_constrain_required_numbers_in_the_grammar(registry):
+    forecast = Tool("forecast", "Forecast.", {"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}, "hour": {"type": "integer"}}, "required": ["days"]}, "s")
+    registry.set_source("f", [forecast])
+    backend = ScriptedBackend(arguments=['{"days": 3}'])
+    ToolCaller(backend, registry).call("weather in Oslo for 3 or 4 days", decision(Action.ROUTE, "forecast"))
     rules = dict(line.split(" ::= ", 1) for line in backend.calls[-1][2].strip().splitlines())
     assert rules["days"] == '"3" | "4"'  # integers only: 0.03 and 0.04 are not integers
+    assert "integer" in rules["hour-kv"]  # optional: left free

@@ -40,13 +40,14 @@ def test_choice_grammar_escapes_quotes():
 def test_request_numbers_and_city_state_formats_shape_the_grammar_not_the_schema():
     schema = {"type": "object", "properties": {
         "nights": {"type": "integer", "minimum": 1, "maximum": 30},
-        "rate": {"type": "number"},
+        "rate": {"type": "number"}, "share": {"type": "number"},
         "unit": {"type": "string", "enum": ["c", "f"]},
         "city": {"type": "string", "description": "in the format of 'City, State', e.g. 'Austin, TX'"},
-        "place": {"type": "string", "description": "'City, State' or 'City, Country'"}}, "required": ["nights"]}
+        "place": {"type": "string", "description": "'City, State' or 'City, Country'"}}, "required": ["nights", "share"]}
     rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "2 nights at 5% off, 100 dollars").strip().splitlines())
     assert rules["nights"] == '"1" | "2" | "5"'                # integers the request states (100% = 1), within min/max
-    assert rules["rate"] == '"0.02" | "0.05" | "1" | "2" | "5" | "100"'  # numbers, "5%" also as 0.05
+    assert rules["share"] == '"0.02" | "0.05" | "1" | "2" | "5" | "100"'  # numbers, "5%" also as 0.05
+    assert "number" in rules["rate-kv"]                          # optional: free (filled, it takes a wrong stated one)
     assert rules["unit"] == '"\\"c\\"" | "\\"f\\""'           # enums from the schema
     assert '"," " " city-1 city-1' in rules["city"] and "place-kv" in rules  # a two-letter state after the comma
     assert "place-1" not in rules                              # a country may follow: no pattern there

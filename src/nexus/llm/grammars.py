@@ -66,13 +66,15 @@ CITY_STATE_PATTERN = "^[A-Z][A-Za-z .'-]*, [A-Z]{2}$"
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, and (given the request) each
-    top-level number taken from the numbers the request states, when it states any. Validation still checks
+    required top-level number taken from the numbers the request states, when it states any (optional numbers
+    stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Validation still checks
     the tool's own schema; this only narrows what the model may write."""
     from nexus.llm.values import request_numbers
 
     out = normalise_schema(schema)
     props = out.get("properties") if isinstance(out.get("properties"), dict) else {}
     numbers = sorted(request_numbers(request)) if request else []
+    required = set(out.get("required") or [])
     for name, sub in props.items():
         if not isinstance(sub, dict) or "enum" in sub or "pattern" in sub or "format" in sub:
             continue
@@ -80,7 +82,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
         if kind == "string" and CITY_STATE.search(str(sub.get("description", ""))) and \
                 "country" not in str(sub.get("description", "")).lower():
             sub["pattern"] = CITY_STATE_PATTERN
-        elif kind in ("number", "integer") and numbers:
+        elif kind in ("number", "integer") and numbers and name in required:
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
             options = [n for n in numbers if (kind == "number" or n == int(n)) and low <= n <= high]
             options = [int(n) if n == int(n) else n for n in options]
