@@ -157,7 +157,7 @@ class ToolCaller:
             selection = self.backend.choose(call, list(keys), prior)
             key, chosen = selection.option, selection.prefilled_tokens
         if view != "schema":  # a name picked from signatures: its arguments are written against its full schema
-            call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history)
+            call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history, blocks=blocks)
         prompt = self.prompts.arguments_prompt(call, key)
         generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn)),
                                            max_tokens=self.max_arg_tokens)
