@@ -113,12 +113,12 @@ def test_baselines_get_the_same_one_repair_and_report_time_to_a_valid_call(tmp_p
 
 
 def test_overflowing_sizes_skip_the_full_paths(tmp_path):
-    cases = build_cases(tools(12), queries([1]), [12], limit=1)
-    backend = ScriptedBackend(arguments=['{"q": "hello"}'], n_ctx=300)
+    cases = build_cases(tools(40), queries([1]), [40], limit=1)
+    backend = ScriptedBackend(arguments=['{"q": "hello"}'], n_ctx=600)  # the header fits, 40 full schemas do not
     result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                          max_arg_tokens=32)
     size = result["sizes"][0]
-    assert size["ttfat_ms_p50"]["full_cold"] == "overflow" and size["full_schema_tokens"] > 300
+    assert size["ttfat_ms_p50"]["full_cold"] == "overflow" and size["full_schema_tokens"] > 600
     assert isinstance(size["ttfat_ms_p50"]["nexus"], float)
     assert {json.loads(line)["path"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()} == {"nexus", "nexus_kv"}
     # an overflowing size still plots (its full-schema points are left out)
