@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -89,9 +89,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NEXUS_", env_nested_delimiter="__", extra="ignore")
 
     cache_dir: Path = Field(Path(".nexus-cache"), description="where indexes and trained models are kept")
-    embedder: str | None = Field(default_factory=_shipped_embedder,
-                                 description="sentence-transformers folder; default: the tuned embedder shipped in models/embedder, "
-                                             "else the packaged all-MiniLM-L6-v2 ('minilm' selects the packaged one)")
+    embedder: str | None = Field(None, description="sentence-transformers folder; default: the tuned embedder shipped in "
+                                 "models/embedder, else the packaged all-MiniLM-L6-v2 ('minilm' selects the packaged one)")
+    shipped_models: bool = Field(True, description="use the embedder and gate shipped in models/ when none is given "
+                                 "(false: the packaged MiniLM, and only a gate trained into the cache)")
     # Both chosen on three BFCL dev registries (seeds 1-3, tools disjoint from the seed-0 test registry) by
     # `nexus bench constants`: lexical 0.0/0.1/0.2/0.3/0.5 gave mean top-1 0.825/0.861/0.860/0.859/0.851; the name
     # bonus changed nothing there (no BFCL turn names its tool) and stays for users who do (README, issue 8).
@@ -113,6 +114,12 @@ class Settings(BaseSettings):
     def kv_dir(self) -> Path:
         return self.kv.dir or self.cache_dir / "kv"
 
+    @model_validator(mode="after")
+    def _default_embedder(self) -> "Settings":
+        if self.embedder is None and self.shipped_models:
+            self.embedder = _shipped_embedder()
+        return self
+
     def index_path(self) -> Path:
         return self.cache_dir / "slb.idx"
 
@@ -130,6 +137,6 @@ class Settings(BaseSettings):
         if self.gate.model:
             return self.gate.model
         shipped = shipped_models_dir() / "gate"
-        if not self.default_gate_dir().is_dir() and (shipped / "nexus_gate.json").is_file():
+        if self.shipped_models and not self.default_gate_dir().is_dir() and (shipped / "nexus_gate.json").is_file():
             return shipped
         return self.default_gate_dir()

@@ -76,7 +76,7 @@ def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
     reg, _ = _synthetic_registry()
     slb = SemanticLookasideBuffer(HashEmbedder())
     slb.sync(reg)
-    settings = Settings(cache_dir=tmp_path / "cache", data_dir=tmp_path / "no-data", gate={"k": 6})
+    settings = Settings(cache_dir=tmp_path / "cache", data_dir=tmp_path / "no-data", gate={"k": 6}, shipped_models=False)
     config = TrainConfig(max_length=48, max_steps=4, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.5,
                          self_per_tool=2, k=6)
     steps: list[str] = []
@@ -92,7 +92,7 @@ def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
     # opting out with no model: raw SLB scores, with a warning
     from nexus.router import ScoreGate
 
-    other = Settings(cache_dir=tmp_path / "empty", data_dir=tmp_path / "no-data", gate={"k": 6})
+    other = Settings(cache_dir=tmp_path / "empty", data_dir=tmp_path / "no-data", gate={"k": 6}, shipped_models=False)
     assert isinstance(demo_gate(slb, reg, other, None, False, 60.0, steps.append), ScoreGate)
 
 

@@ -38,6 +38,7 @@ from nexus.gate.model import GateHeader, GateModel
 from nexus.gate.probabilities import GateCalibration, RiskTargets, ScoredTurn, fit_calibration
 from nexus.registry import Registry
 from nexus.slb.index import Hit, SemanticLookasideBuffer
+from nexus.slb.quantize import top_k
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +119,14 @@ def split_by_tool(turns: Sequence[LabelledTurn], registry: Registry, fraction: f
 
 
 def search_excluding(slb: SemanticLookasideBuffer, text: str, k: int, exclude: set[str], query_vec: np.ndarray | None = None) -> list[Hit]:
-    """The SLB's top-k among tools not in `exclude` (held-out tools stay unseen)."""
-    hits = slb.search(text, k=k + len(exclude), query_vec=query_vec)
-    return [h for h in hits if h.key not in exclude][:k]
+    """The SLB's top-k among tools not in `exclude` (held-out tools stay unseen). The excluded rows are masked in
+    the fused scores (not searched past: with thousands hidden, building a Hit for each cost minutes per split)."""
+    if not exclude:
+        return slb.search(text, k=k, query_vec=query_vec)
+    fused = np.array(slb.scores(text, query_vec), dtype=np.float64)
+    fused[[i for i, key in enumerate(slb.keys) if key in exclude]] = -np.inf
+    keys = [slb.keys[i] for i in top_k(fused, k) if np.isfinite(fused[i])]
+    return slb.hits_for(text, keys, query_vec=query_vec)
 
 
 def variants(registry: Registry, key: str) -> set[str]:
