@@ -32,8 +32,7 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "$10,000" is shown as "$1
 INSTRUCTIONS = (
     "Each request below is answered by calling one of the listed tools. After \"Tool:\" comes the name of "
     "the tool that fits the request; after \"Arguments:\" its arguments as JSON. Values are copied from the "
-    "request word for word, numbers as numbers; a parameter marked ? is optional and is given only when the "
-    "request states it.\n\n"
+    "request word for word, numbers as numbers; a parameter marked ? is optional.\n\n"
 )
 
 
