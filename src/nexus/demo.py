@@ -31,6 +31,7 @@ DEMO_REQUESTS: tuple[tuple[str, str], ...] = (
     ("memory", "Search my knowledge graph for notes about Alice"),
     ("", "Thanks, that's all for today!"),
 )
+INDEX_STEP = 64   # tools embedded between two progress lines on a first run
 SCALE_SOURCES = (("mcp", "livemcpbench", "tools.json"), ("mcp", "github-mcp-server"))
 
 
@@ -96,10 +97,24 @@ async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str],
     async with nexus.connect(servers, sync=False):
         hub, registry = nexus.hub, nexus.registry
         failed = {name: str(s.error) for name, s in hub.statuses.items() if not s.ok}
-        for origin, tools in extra_sources({t.name for t in hub.tools()}):
+        sources = extra_sources({t.name for t in hub.tools()})
+        total = len(registry) + sum(len(tools) for _, tools in sources)
+        # A first run embeds every tool (minutes on two cores): in steps, so progress shows. With an index on disk
+        # one sync reuses every row (a partial sync would drop rows of sources not added yet).
+        stepwise = nexus.index_path is None or not Path(nexus.index_path).exists()
+        if stepwise:
+            step(f"indexing tools {0}/{total}")
+            nexus.sync()
+        done = len(registry)
+        for origin, tools in sources:
             registry.set_source(origin, tools)
-        step(f"indexing {len(registry)} tools and loading the gate")
+            if stepwise and len(registry) - done >= INDEX_STEP:
+                step(f"indexing tools {done}/{total}")
+                nexus.sync()
+                done = len(registry)
+        step(f"indexing tools {done}/{total}")
         nexus.sync()
+        step(f"indexed {len(registry)} tools; loading the gate")
         step("warming the LLM")
         nexus.warm()
         turns, history = [], []

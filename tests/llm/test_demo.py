@@ -142,3 +142,22 @@ def test_progress_is_plain_lines_when_piped():
     assert len(lines) == 4 and "loading the LLM" in lines[0]  # counted stages: the first and the last line only
     assert lines[1].endswith("(steps 0/400)") and lines[2].endswith("(steps 400/400)") and "turn 1/2" in lines[3]
     assert all(line.startswith("[") and "s] " in line for line in lines)  # each with the time since start
+
+
+def test_first_run_indexing_reports_progress_in_steps(tmp_path, monkeypatch):
+    """No index on disk: tools are embedded in steps of INDEX_STEP, each announced as done/total."""
+    import nexus.demo as demo_module
+    from nexus.registry.servers import parse_servers_config
+
+    monkeypatch.setattr(demo_module, "INDEX_STEP", 2)
+    many = [Tool(f"tool_{i}", f"does thing {i}", {"type": "object", "properties": {}}, "catalogue") for i in range(5)]
+    servers = parse_servers_config({"mcpServers": {"time": {"command": str(TIME_SERVER)}}}, "test")
+    nexus = Nexus.from_settings(Settings(cache_dir=tmp_path / "cache"), embedder=HashEmbedder(),
+                                backend=ScriptedBackend(), gate_factory=lambda slb, reg: ScoreGate(slb),
+                                index_path=tmp_path / "slb.idx")
+    steps: list[str] = []
+    anyio.run(lambda: run_demo(nexus, servers, [], extra_sources=lambda live: [(f"c{i}", [t]) for i, t in enumerate(many)],
+                               step=steps.append))
+    counted = [s for s in steps if s.startswith("indexing tools")]
+    assert counted[0] == "indexing tools 0/7" and counted[-1].endswith("/7") and len(counted) >= 3
+    assert len(nexus.registry) == 7 and (tmp_path / "slb.idx").exists()

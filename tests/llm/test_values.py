@@ -48,7 +48,8 @@ def test_a_date_without_a_year_takes_this_year():
 
 @pytest.mark.parametrize("value, hhmm", [
     ("5:30pm", "17:30"), ("5:30 PM", "17:30"), ("12 am", "00:00"), ("12pm", "12:00"), ("9 a.m.", "09:00"),
-    ("17:30:00", "17:30"), ("noon", "12:00"), ("25:00", None), ("5", None),
+    ("17:30:00", "17:30"), ("noon", "12:00"), ("25:00", None), ("5", None), ("08:15 Tokyo", "08:15"),
+    ("at 5pm sharp", "17:00"), ("route 66", None),
 ])
 def test_times_become_24_hour(value, hhmm):
     assert to_hh_mm(value) == hhmm

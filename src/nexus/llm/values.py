@@ -146,8 +146,8 @@ def to_iso_date(value: str, today: date | None = None) -> str | None:
 def to_hh_mm(value: str) -> str | None:
     """24-hour `HH:MM` for "5:30pm", "5 pm", "17:30:00", "noon"; else None.
 
-    >>> to_hh_mm("5:30pm"), to_hh_mm("9 am"), to_hh_mm("17:30:00"), to_hh_mm("later")
-    ('17:30', '09:00', '17:30', None)
+    >>> to_hh_mm("5:30pm"), to_hh_mm("9 am"), to_hh_mm("17:30:00"), to_hh_mm("08:15 Tokyo"), to_hh_mm("later")
+    ('17:30', '09:00', '17:30', '08:15', None)
     """
     text = value.strip().lower().replace(".", "")
     if text in ("noon", "midday"):
@@ -155,8 +155,11 @@ def to_hh_mm(value: str) -> str | None:
     if text == "midnight":
         return "00:00"
     match = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s*(am|pm|a|p)?", text)
-    if not match or (match.group(2) is None and match.group(3) is None):
-        return None
+    if not match or (match.group(2) is None and match.group(3) is None):  # a time inside other words: "08:15 Tokyo"
+        match = re.search(r"(?<![\d:])(\d{1,2})(?::(\d{2}))(?::\d{2})?\s*(am|pm)?(?![\d:])", text) or \
+            re.search(r"(?<![\d:])(\d{1,2})()\s*(am|pm)\b", text)
+        if not match:
+            return None
     hour, minute, half = int(match.group(1)), int(match.group(2) or 0), match.group(3)
     if half and half.startswith("p") and hour < 12:
         hour += 12
