@@ -65,23 +65,16 @@ CITY_STATE_PATTERN = "^[A-Z][A-Za-z .'-]*, [A-Z]{2}$"
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
-    follow from the description alone — a 'City, State' format as a pattern; given the request, an optional
-    parameter whose name the request uses becomes required (the model otherwise stops after the required ones),
-    and each
+    follow from the description alone — a 'City, State' format as a pattern, and (given the request) each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
     stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Validation still checks
     the tool's own schema; this only narrows what the model may write."""
-    from nexus.llm.values import mentions, request_numbers
+    from nexus.llm.values import request_numbers
 
     out = normalise_schema(schema)
     props = out.get("properties") if isinstance(out.get("properties"), dict) else {}
     numbers = sorted(request_numbers(request)) if request else []
     required = set(out.get("required") or [])
-    if request:  # an optional parameter the request names ("... include its statistics") is written, not skipped
-        named = [name for name, sub in props.items() if name not in required and isinstance(sub, dict)
-                 and mentions(name, request)]
-        if named:
-            out["required"] = [*(out.get("required") or []), *named]
     for name, sub in props.items():
         if not isinstance(sub, dict) or "enum" in sub or "pattern" in sub or "format" in sub:
             continue

@@ -181,22 +181,12 @@ def request_numbers(request: str) -> set[float]:
     return found
 
 
-def mentions(name: str, request: str) -> bool:
-    """Whether the request uses a word of the parameter's name (4+ letters, compared on 5-letter stems).
-
-    >>> mentions("include_stats", "Include its statistics"), mentions("sort_order", "list my alarms")
-    (True, False)
-    """
-    said = {_stem(w) for w in words(request)}
-    return any(_stem(w) in said for w in words(name) if len(w) >= 4)
-
-
 def stated(name: str, value: Any, request: str) -> bool:
     """Whether the request gives this value (or, for a flag, mentions the parameter): a string it contains or
     whose words it uses, a number it names, a boolean whose parameter it talks about."""
     said = {_stem(w) for w in words(request)}
     if isinstance(value, bool):
-        return mentions(name, request)
+        return any(_stem(w) in said for w in words(name) if len(w) >= 4)
     if isinstance(value, (int, float)):
         return float(value) in request_numbers(request)
     if isinstance(value, str):
