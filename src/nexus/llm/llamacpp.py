@@ -92,12 +92,19 @@ class LlamaCppBackend:
                 n_ctx = self.model.n_ctx_train  # beyond its training window the model's output is meaningless
             # flash attention: same speed on short prompts, faster decoding over long cached prefixes (measured
             # 18 vs 27 ms/token at 8k) — the full-schema baselines get the best this machine can do
-            self.context = KVContext(self.model, n_ctx=n_ctx, n_seq_max=max(n_seq_max, 2), n_batch=n_batch,
+            # The KV cells are shared by every sequence (kv_unified): the compiled-block sequences (the pinned
+            # header, scratch blocks) hold cells of their own, so a full-window FALLBACK prompt on the live
+            # sequence once failed with "KV cache full" (llama_decode code 1). A quarter more cells beside the
+            # window keeps the live sequence's `n_ctx` usable in full.
+            cells = n_ctx + max(n_ctx // 4, 1024)
+            if self.model.n_ctx_train:
+                cells = min(cells, max(self.model.n_ctx_train, n_ctx))
+            self.context = KVContext(self.model, n_ctx=cells, n_seq_max=max(n_seq_max, 2), n_batch=n_batch,
                                      n_threads=n_threads, flash_attn=flash_attn)
         except BaseException:
             self.model.close()
             raise
-        self.n_ctx = self.context.n_ctx
+        self.n_ctx = min(n_ctx, self.context.n_ctx)  # the window one prompt may use
         self.seq = seq
         self.model_id = f"gguf:{path.name}"
         self.chat_template = self.model.chat_template() if use_chat_template else None
