@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
+
+from nexus.cli.output import emit_result
 
 err = Console(stderr=True)
 
@@ -66,12 +67,7 @@ def args(
     except NexusError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    text = json.dumps(result, indent=2)
-    if json_out:
-        json_out.write_text(text, encoding="utf-8")
-    else:
-        print(text)
-    err.print(f"run folder: {folder}")
+    emit_result(result, json_out, folder)
 
 
 def register(bench_app: typer.Typer) -> None:

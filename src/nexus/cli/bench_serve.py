@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
+
+from nexus.cli.output import emit_result
 
 err = Console(stderr=True)
 
@@ -54,12 +55,7 @@ def bench_serve(
     err.print(f"bench serve: {len(tool_list)} tools, {clients} clients x {requests} requests (filter), "
               f"{route_clients} x {route_requests} (route); run folder {folder}")
     result = run_serve_bench(tool_list, query_list, folder, plan, route=route_clients > 0)
-    text = json.dumps(result, indent=2)
-    if json_out:
-        json_out.write_text(text, encoding="utf-8")
-    else:
-        print(text)
-    err.print(f"run folder: {folder}")
+    emit_result(result, json_out, folder)
 
 
 def register(bench_app: typer.Typer) -> None:

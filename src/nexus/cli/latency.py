@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -10,6 +9,8 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+
+from nexus.cli.output import emit_result
 
 err = Console(stderr=True)
 
@@ -102,12 +103,7 @@ def latency(
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     plot = plot_latency(folder)
-    text = json.dumps(result, indent=2)
-    if json_out:
-        json_out.write_text(text, encoding="utf-8")
-    else:
-        print(text)
-    err.print(f"run folder: {folder}  plot: {plot}")
+    emit_result(result, json_out, folder, f"  plot: {plot}")
 
 
 def register(bench_app: typer.Typer) -> None:
