@@ -9,7 +9,6 @@ recorded checksum; writes are atomic (a temporary folder renamed into place).
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ from typing import Any
 from nexus.errors import ModelError
 from nexus.gate.cross_encoder import SCORERS, PairScorer, make_scorer
 from nexus.gate.probabilities import GateCalibration
+from nexus.slb.store import file_sha256
 
 FORMAT = "nexus-gate"
 FORMAT_VERSION = 1
@@ -49,14 +49,6 @@ class GateHeader:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _weight_files(folder: Path) -> list[Path]:
@@ -101,7 +93,7 @@ class GateModel:
         tmp.mkdir()
         try:
             self.scorer.save(tmp, compact=True) if compact else self.scorer.save(tmp)
-            sums = {p.name: _sha256(p) for p in _weight_files(tmp)}
+            sums = {p.name: file_sha256(p) for p in _weight_files(tmp)}
             header = GateHeader(**{**self.header.to_dict(), "calibration": self.calibration.to_dict(), "weights_sha256": sums})
             (tmp / HEADER_FILE).write_text(json.dumps(header.to_dict(), indent=2, default=_json_default), encoding="utf-8")
             if folder.exists():
@@ -157,7 +149,7 @@ class GateModel:
         if not header.weights_sha256 or set(files) != set(header.weights_sha256):
             raise GateModelError(f"{folder}: weight files {sorted(files)} do not match the header's {sorted(header.weights_sha256)}")
         for name, digest in header.weights_sha256.items():
-            if _sha256(files[name]) != digest:
+            if file_sha256(files[name]) != digest:
                 raise GateModelError(f"{folder}/{name}: checksum mismatch (corrupt or modified); retrain with `nexus gate train`")
         return header
 

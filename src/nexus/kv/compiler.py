@@ -16,29 +16,19 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from nexus.kv.store import Block, BlockKey, BlockStore
+from nexus.slb.store import file_sha256
 
 log = logging.getLogger(__name__)
 VIEWS = ("schema", "signature")
 
 
-@lru_cache(maxsize=8)
-def _file_hash(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def model_file_hash(path: str | Path) -> str:
     """sha256 of the model file (computed once per process and file version)."""
-    st = Path(path).stat()
-    return _file_hash(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    return file_sha256(path)
 
 
 def tokens_hash(tokens: Sequence[int]) -> str:

@@ -10,12 +10,12 @@ records the base model's checksum, so a different base is refused instead of sil
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from nexus.errors import ModelError
+from nexus.slb.store import file_sha256
 
 FROZEN = ("word_embeddings",)   # tensors never stored: they must equal the base's
 
@@ -25,11 +25,7 @@ def base_checksum(folder: Path) -> str:
     for name in ("model.safetensors", "pytorch_model.bin"):
         path = Path(folder) / name
         if path.is_file():
-            h = hashlib.sha256()
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    h.update(block)
-            return h.hexdigest()
+            return file_sha256(path)
     raise ModelError(f"{folder}: no model.safetensors or pytorch_model.bin to check the base against")
 
 

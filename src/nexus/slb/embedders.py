@@ -9,6 +9,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from nexus.errors import ModelError
+from nexus.slb.store import file_sha256
 
 
 SMALL_BATCH = 4
@@ -54,7 +55,7 @@ class SentenceTransformerEmbedder:
             from nexus.slb.compact import load_compact
 
             load_compact(self._model[0].auto_model, default_embedder_path(), compact)
-            name = f"{path.name}-{_file_sha(compact)[:12]}"
+            name = f"{path.name}-{file_sha256(compact)[:12]}"
         dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dimension())
         self.id = f"st:{name}:{self.dim}"
@@ -81,13 +82,6 @@ class SentenceTransformerEmbedder:
         )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
 
-
-def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class HashEmbedder:

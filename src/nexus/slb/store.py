@@ -12,6 +12,7 @@ import os
 import struct
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,22 @@ class StoredIndex:
     header: dict[str, Any]
     codes: np.ndarray
     scales: np.ndarray
+
+
+@lru_cache(maxsize=16)
+def _cached_sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file, read in chunks; computed once per process and file version (path, size, mtime), so model
+    files checked on every load are not re-read."""
+    st = Path(path).stat()
+    return _cached_sha256(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
 def _payload_offset(header_bytes: int) -> int:
