@@ -49,6 +49,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -165,6 +166,7 @@ def pooled_cases(tools: Sequence[Tool], queries: Sequence[dict[str, Any]], sizes
     [(3, 3), (3, 3), (6, 6)]
     """
     cases: list[Case] = []
+    sizes_done: set[int] = set()
     for size in sizes:
         used: set[Any] = set()
         for draw in range(max_draws):
@@ -172,9 +174,10 @@ def pooled_cases(tools: Sequence[Tool], queries: Sequence[dict[str, Any]], sizes
                 break
             left = [q for q in queries if q.get("id") not in used]
             drawn = build_cases(tools, left, [size], limit - len(used), seed + draw)
-            if not drawn or not drawn[0].queries or any(c.n_tools == drawn[0].n_tools for c in cases if draw == 0):
-                break
+            if not drawn or not drawn[0].queries or (draw == 0 and drawn[0].n_tools in sizes_done):
+                break  # nothing left to draw, or a size capped to one already run
             cases.append(drawn[0])
+            sizes_done.add(drawn[0].n_tools)
             used |= {q.get("id") for q in drawn[0].queries}
     return cases
 
@@ -342,51 +345,48 @@ def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasi
     results, all_rows = [], []
     total = sum(len(c.queries) * len(paths) for c in cases)
     done = 0
-    pooled: list[dict[str, Any]] = []   # rows of the draws of one size (see `pooled_cases`)
-    pooled_queries: list[dict[str, Any]] = []
-    pooled_needed = 0
-    for number, case in enumerate(cases):
+
+    def tick(case: Case, path: str) -> None:
+        nonlocal done
+        done += len(case.queries)
+        if progress:
+            progress(f"N={case.n_tools} {path}", done, total)
+
+    def run_case(case: Case) -> tuple[list[dict[str, Any]], int]:
+        """Every path on one registry; returns the rows and the tokens every full schema needs."""
         registry = Registry()
         registry.set_source("bench", case.tools)
         slb.sync(registry)
         gate = gate_for(slb, registry)
         router = Router(registry, slb, gate, backend, k=k, max_arg_tokens=max_arg_tokens, settings=plain)
-        caller = router.caller
-        needed = full_schema_tokens(case, caller)
+        needed = full_schema_tokens(case, router.caller)
         rows = run_nexus(case, router)
-        done += len(case.queries)
-        if progress:
-            progress(f"N={case.n_tools} nexus", done, total)
+        tick(case, "nexus")
         if "nexus_kv" in paths:
             kv_router = Router(registry, slb, gate, backend, k=k, max_arg_tokens=max_arg_tokens, settings=with_kv)
             compile_s = _compile_blocks(kv_router, registry)
             rows += [dict(r, kv_compile_s=compile_s) for r in run_nexus(case, kv_router, "nexus_kv")]
             detach_blocks(backend)
-            done += len(case.queries)
-            if progress:
-                progress(f"N={case.n_tools} nexus_kv", done, total)
-        for warm in (False, True):
-            name = "full_warm" if warm else "full_cold"
-            if name not in paths:
-                continue
-            if needed <= backend.n_ctx:
-                rows += run_full(case, caller, warm)
-            done += len(case.queries)
-            if progress:
-                progress(f"N={case.n_tools} {name}", done, total)
+            tick(case, "nexus_kv")
+        for name, warm in (("full_cold", False), ("full_warm", True)):
+            if name in paths:
+                if needed <= backend.n_ctx:
+                    rows += run_full(case, router.caller, warm)
+                tick(case, name)
         backend.reset()
-        draw = sum(1 for c in cases[:number] if c.n_tools == case.n_tools)  # which draw of this size
-        all_rows += [dict(r, draw=draw) for r in rows]
-        pooled += rows
-        pooled_queries += case.queries
-        pooled_needed = max(pooled_needed, needed)
-        if number + 1 < len(cases) and cases[number + 1].n_tools == case.n_tools:
-            continue  # another draw of this size follows
-        merged = Case(case.n_tools, case.tools, tuple(pooled_queries))
-        summary = summarise(merged, pooled, pooled_needed, backend.n_ctx, paths)
-        log.info("latency N=%d: %s", case.n_tools, summary)
+        return rows, needed
+
+    for n_tools, draws in groupby(cases, key=lambda c: c.n_tools):  # a size's draws are pooled (`pooled_cases`)
+        pooled, queries, needed = [], [], 0
+        for draw, case in enumerate(draws):
+            rows, case_needed = run_case(case)
+            all_rows += [dict(r, draw=draw) for r in rows]
+            pooled += rows
+            queries += case.queries
+            needed = max(needed, case_needed)
+        summary = summarise(Case(n_tools, case.tools, tuple(queries)), pooled, needed, backend.n_ctx, paths)
+        log.info("latency N=%d: %s", n_tools, summary)
         results.append(summary)
-        pooled, pooled_queries, pooled_needed = [], [], 0
         write_jsonl(run_dir / "rows.jsonl", all_rows)  # after every size, so a long run leaves partial results
     result = {"sizes": results}
     (run_dir / "result.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
