@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+log = logging.getLogger(__name__)
+_WARNED: set[str] = set()   # unknown NEXUS_* variables already warned about (once a process)
 
 
 def shipped_models_dir() -> Path:
@@ -121,6 +126,11 @@ class Settings(BaseSettings):
     def _default_embedder(self) -> "Settings":
         if self.embedder is None and self.shipped_models:
             self.embedder = _shipped_embedder()
+        for name, near in unknown_variables(os.environ).items():
+            if name in _WARNED:
+                continue
+            _WARNED.add(name)
+            log.warning("%s is not a Nexus setting and is ignored%s", name, f" (did you mean {near}?)" if near else "")
         return self
 
     def index_path(self) -> Path:
@@ -143,3 +153,24 @@ class Settings(BaseSettings):
         if self.shipped_models and not self.default_gate_dir().is_dir() and (shipped / "nexus_gate.json").is_file():
             return shipped
         return self.default_gate_dir()
+
+
+def known_variables() -> set[str]:
+    """Every environment variable the settings tree reads (NEXUS_<FIELD>, NEXUS_GATE_<FIELD>, ...)."""
+    names = set()
+    for cls in (Settings, GateSettings, ServeSettings, KVSettings):
+        prefix = cls.model_config.get("env_prefix", "")
+        names |= {f"{prefix}{field}".upper() for field, info in cls.model_fields.items()
+                  if not isinstance(info.default_factory, type)}
+    return names
+
+
+def unknown_variables(environ: "os._Environ[str] | dict[str, str]") -> dict[str, str | None]:
+    """NEXUS_* variables no setting reads (a typo, or one that was removed), each with the closest known name.
+
+    >>> unknown_variables({"NEXUS_TOP_K": "5", "NEXUS_GATE_K": "5", "PATH": "/bin"})
+    {'NEXUS_TOP_K': 'NEXUS_GATE_K'}
+    """
+    known = known_variables()
+    unknown = sorted(n for n in environ if n.upper().startswith("NEXUS_") and "__" not in n and n.upper() not in known)
+    return {n: next(iter(difflib.get_close_matches(n.upper(), known, n=1, cutoff=0.75)), None) for n in unknown}
