@@ -91,6 +91,17 @@ def test_a_failed_repair_falls_back_to_all_schemas(registry):
     assert block.index("get_time(") < block.index("get_weather(") < block.index("send_email(")
 
 
+def test_a_fallback_decision_times_its_own_call_and_is_not_truncated_when_everything_fits(registry):
+    import time
+
+    start = time.perf_counter()
+    backend = ScriptedBackend(arguments=['{"city": "Paris"}'], choices=["get_weather"])
+    call = ToolCaller(backend, registry).call("weather in Paris?", Decision(Action.FALLBACK, (Hit("get_weather", 1, 1, 0),)))
+    assert call.valid and call.path is Action.FALLBACK and call.attempts == 1
+    assert call.fallback_truncated is False
+    assert start < call.t_call_first_arg == call.t_first_arg <= call.t_end <= time.perf_counter()
+
+
 def test_everything_invalid_returns_an_invalid_call_with_the_reasons(registry):
     backend = ScriptedBackend(arguments=["not json"], choices=["get_weather"])
     call = ToolCaller(backend, registry).call("weather?", decision(Action.ROUTE, "get_weather"))
@@ -116,7 +127,7 @@ def test_fallback_that_does_not_fit_keeps_the_best_ranked_schemas_and_says_so(re
     full = small.count_tokens(caller.prompts.call_prompt("weather?", caller.tool_lines(registry.keys(), "schema")))
     small.n_ctx = full + 16 + 64 - 5  # all three schemas are just too many
     call = caller.call("weather?", Decision(Action.FALLBACK, (Hit("get_weather", 1, 1, 0),)))
-    assert call.valid and call.fallback_truncated and "do not fit" in caplog.text
+    assert call.valid and call.fallback_truncated is True and "do not fit" in caplog.text
     assert "get_weather(" in small.calls[0][1].text
 
 

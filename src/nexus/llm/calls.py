@@ -223,8 +223,9 @@ class ToolCaller:
         result = self.attempt(turn, keys[::-1], "schema", history, prior[::-1] if prior else None)
         gen = result.generation
         return ToolCall(result.key, result.arguments, None, result.error is None, Action.FALLBACK, attempts + 1,
-                        errors + ((result.error,) if result.error else ()), gen.prompt_tokens, result.prefilled_tokens,
-                        gen.t_first_token, gen.t_end, truncated, gen.t_first_token)
+                        errors + ((result.error,) if result.error else ()), prompt_tokens=gen.prompt_tokens,
+                        prefilled_tokens=result.prefilled_tokens, t_first_arg=gen.t_first_token, t_end=gen.t_end,
+                        t_call_first_arg=gen.t_first_token, fallback_truncated=truncated)
 
     def answer(self, turn: str, history: Sequence[Exchange] = ()) -> ToolCall:
         generation = self.backend.generate(self.prompts.answer_prompt(turn, history), max_tokens=ANSWER_TOKENS,
