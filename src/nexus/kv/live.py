@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 
 def noise_splits(n: int, boundary: int | None = None) -> list[list[int]]:
-    """Chunkings of n tokens into differently sized batches whose KL against the one-batch decode is the
-    noise floor: the last token alone, and a cut at `boundary` (where injection splits the batch; else two
-    halves). Measured on Gemma 3 270M: some cuts give bit-identical logits, others ~3e-4 nats, so two are averaged.
+    """Chunkings of n tokens into other batches than the prefill's, whose KL against it is the noise floor:
+    the last token alone, and a cut at `boundary` (else two halves). On Gemma 3 270M such a change of batch
+    moves the next-token distribution by ~1e-4..2e-3 nats, so two are averaged.
 
     >>> noise_splits(10, 4), noise_splits(10)
     ([[9, 1], [4, 6]], [[9, 1], [5, 5]])
@@ -41,6 +41,16 @@ def noise_splits(n: int, boundary: int | None = None) -> list[list[int]]:
     elif n > 3:
         splits.append([n // 2, n - n // 2])
     return splits
+
+
+def unit_sizes(start: int, end: int, cuts: Sequence[int]) -> list[int]:
+    """The batch sizes prefill decodes tokens start..end in, given the prompt's cut positions.
+
+    >>> unit_sizes(10, 20, [5, 12, 15, 25])
+    [2, 3, 5]
+    """
+    bounds = [start, *sorted(c for c in cuts if start < c < end), end]
+    return [b - a for a, b in zip(bounds, bounds[1:])]
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -85,14 +95,17 @@ class KVBlocks:
         ctx.drop(seq)
         return logits
 
-    def fill(self, ctx: Any, seq: int, tokens: list[int], spans: Sequence[tuple[int, int, str]], start: int) -> int:
+    def fill(self, ctx: Any, seq: int, tokens: list[int], spans: Sequence[tuple[int, int, str]], start: int,
+             cuts: Sequence[int] = ()) -> int:
         """Make `seq` (holding tokens[:start]) hold `tokens`, logits after the last; `spans` are the prompt's
-        block segments as (first token, end, text). Returns the tokens computed (compiles included)."""
+        block segments as (first token, end, text), `cuts` the positions where prefill starts a batch (blocks
+        are compiled in those units). Returns the tokens computed (compiles included)."""
         reference = noise = None
         if self.audit:
             held = tokens[:start]
-            reference = self._decode_in(self.audit_seq, held, tokens[start:])
-            seam = max(end for _, end, _ in spans) - start  # where injection splits the batch
+            # the reference is the plain path's prefill: the same tokens in the same units
+            reference = self._decode_in(self.audit_seq, held, tokens[start:], unit_sizes(start, len(tokens), cuts))
+            seam = max(end for _, end, _ in spans) - start
             noise = [self._decode_in(self.audit_seq, held, tokens[start:], chunks)
                      for chunks in noise_splits(len(tokens) - start, seam)]
         prefix = tokens[:spans[0][0]]
@@ -102,7 +115,7 @@ class KVBlocks:
                 if first < pos:
                     continue  # already held (the prefix cache kept it)
                 if first > pos:
-                    ctx.decode(tokens[pos:first], seq, pos)
+                    ctx.decode(tokens[pos:first], seq, pos, cuts)
                     computed += first - pos
                     pos = first
                 before = self.compiler.compiled
@@ -118,14 +131,15 @@ class KVBlocks:
                 drifts.append(done.drift)
                 pos = end
             if pos < len(tokens):
-                ctx.decode(tokens[pos:], seq, pos)
+                ctx.decode(tokens[pos:], seq, pos, cuts)
                 computed += len(tokens) - pos
         except NexusError as exc:
             log.warning("KV blocks not used for this prompt, prefilling it instead: %s", exc)
             ctx.drop(self.injector.scratch)
             keep = min(_common_prefix(ctx.tokens(seq), tokens), len(tokens) - 1)
+            keep = max([0, *(c for c in cuts if c <= keep)]) if cuts and keep < max(cuts) else keep
             ctx.seq_rm(seq, keep)
-            ctx.decode(tokens[keep:], seq, keep)
+            ctx.decode(tokens[keep:], seq, keep, cuts)
             computed += len(tokens) - keep
         self.injections += len(drifts)
         if reference is not None:

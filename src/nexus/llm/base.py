@@ -39,13 +39,17 @@ class Prompt:
     segments: tuple[str, ...]
     special: bool = False
     blocks: tuple[int, ...] = ()   # indices of segments a backend may fill from compiled KV blocks (tool lines)
+    # indices of segments where a backend with a KV cache starts a new prefill batch. llama.cpp's KV of a token
+    # depends on which tokens share its batch, so a unit decoded alone (the header, each tool line) gets the same
+    # KV whatever follows it — the same bits a compiled block of that line holds (`nexus.kv`)
+    cuts: tuple[int, ...] = ()
 
     @property
     def text(self) -> str:
         return "".join(self.segments)
 
     def extend(self, *segments: str) -> "Prompt":
-        return Prompt(self.segments + tuple(s for s in segments if s), self.special, self.blocks)
+        return Prompt(self.segments + tuple(s for s in segments if s), self.special, self.blocks, self.cuts)
 
 
 @dataclass(frozen=True)
@@ -76,9 +80,10 @@ class BlockFiller(Protocol):
     """Fills a sequence from compiled KV blocks (`nexus.kv.KVBlocks`); a backend with a KV context of its own
     calls it for prompts that mark block segments."""
 
-    def fill(self, ctx: Any, seq: int, tokens: list[int], spans: Sequence[tuple[int, int, str]], start: int) -> int:
+    def fill(self, ctx: Any, seq: int, tokens: list[int], spans: Sequence[tuple[int, int, str]], start: int,
+             cuts: Sequence[int] = ()) -> int:
         """Make `seq` (holding tokens[:start]) hold `tokens`; `spans` = (first token, end, text) per block
-        segment. Returns the tokens computed."""
+        segment, `cuts` the positions where a prefill batch starts. Returns the tokens computed."""
         ...
 
 

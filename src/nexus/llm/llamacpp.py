@@ -139,31 +139,36 @@ class LlamaCppBackend:
         if n_tokens + reserve > self.n_ctx:
             raise ContextOverflow(n_tokens + reserve, self.n_ctx)
 
-    def _spans(self, prompt: Prompt) -> list[tuple[int, int, str]]:
-        """(first token, end, text) of the prompt's block segments."""
-        marked, spans = set(prompt.blocks), []
-        pos = 1 if self.model.add_bos else 0
-        for index, segment in enumerate(prompt.segments):
-            n = len(self._segment(segment, prompt.special))
-            if index in marked and n:
-                spans.append((pos, pos + n, segment))
-            pos += n
-        return spans
+    def _layout(self, prompt: Prompt) -> tuple[list[tuple[int, int, str]], list[int]]:
+        """The prompt's block segments as (first token, end, text), and the token positions of its cuts."""
+        starts, pos = [], 1 if self.model.add_bos else 0
+        for segment in prompt.segments:
+            starts.append(pos)
+            pos += len(self._segment(segment, prompt.special))
+        starts.append(pos)
+        spans = [(starts[i], starts[i + 1], prompt.segments[i]) for i in sorted(set(prompt.blocks))
+                 if starts[i + 1] > starts[i]]
+        cuts = sorted({starts[i] for i in prompt.cuts if 0 < i < len(prompt.segments)})
+        return spans, cuts
 
     def _sync(self, tokens: list[int], prompt: Prompt | None = None) -> int:
         """Make the sequence hold exactly `tokens` with fresh logits after the last; return tokens computed.
-        Block segments of `prompt` that are not cached already come from compiled KV blocks when attached."""
+        The prompt's units (between its cuts) are decoded as separate batches, a unit the cache holds only in
+        part is decoded whole; block segments not cached come from compiled KV blocks when attached."""
         held = self.context.tokens(self.seq)
         common = _common_prefix(held, tokens)
         if common == len(tokens):
             common -= 1  # the last token is re-decoded to get its logits back
+        spans, cuts = self._layout(prompt) if prompt is not None else ([], [])
+        if cuts and common < cuts[-1]:
+            # e.g. the last tool line shared its first tokens ("get_") with the new one: the unit's KV must not
+            # depend on what the sequence held before (the open last unit may grow: name, then arguments)
+            common = max([0, *(c for c in cuts if c <= common)])
         if common < len(held):
             self.context.seq_rm(self.seq, common)
-        if self.blocks is not None and prompt is not None and prompt.blocks:
-            spans = self._spans(prompt)
-            if any(first >= common for first, _, _ in spans):
-                return self.blocks.fill(self.context, self.seq, tokens, spans, common)
-        self.context.decode(tokens[common:], self.seq, common)
+        if self.blocks is not None and any(first >= common for first, _, _ in spans):
+            return self.blocks.fill(self.context, self.seq, tokens, spans, common, cuts)
+        self.context.decode(tokens[common:], self.seq, common, cuts)
         return len(tokens) - common
 
     def prefill(self, prompt: Prompt) -> int:
@@ -172,7 +177,10 @@ class LlamaCppBackend:
         return self._sync(tokens, prompt)
 
     def reset(self) -> None:
-        self.context.seq_rm(self.seq)
+        """Forget every cached prefix — in every sequence of the context (compiled-block sequences too): a stale
+        copy of the header left pinned elsewhere changes where llama.cpp puts the next cells, and the order of
+        the cells a token attends to changes its result in the last bits."""
+        self.context.clear()
 
     # -- constrained choice ------------------------------------------------------------------------
     def choose(self, prompt: Prompt, options: Sequence[str], prior: Sequence[float] | None = None) -> Selection:

@@ -168,18 +168,22 @@ class KVContext:
         return self._tokens[seq]
 
     # -- decoding ----------------------------------------------------------------------------------
-    def decode(self, tokens: Sequence[int], seq: int, pos: int) -> None:
+    def decode(self, tokens: Sequence[int], seq: int, pos: int, cuts: Sequence[int] = ()) -> None:
         """Append `tokens` to `seq` at positions pos.. (which must extend what the sequence holds);
-        afterwards `logits()` gives the distribution after the last token."""
+        afterwards `logits()` gives the distribution after the last token. A new batch starts at every
+        position in `cuts` (and every `n_batch` tokens after it): llama.cpp's KV of a token depends on the
+        batch it was computed in, so equal cuts give bit-identical KV."""
         L = _lib()
         held = self._tokens[seq]
         if pos != len(held):
             raise ModelError(f"sequence {seq} holds {len(held)} tokens; cannot decode at position {pos}")
         if pos + len(tokens) > self.n_ctx:
             raise ModelError(f"sequence {seq} would hold {pos + len(tokens)} tokens, over n_ctx={self.n_ctx}")
+        bounds = [0, *sorted({c - pos for c in cuts if pos < c < pos + len(tokens)}), len(tokens)]
         batch = self._batch
-        for start in range(0, len(tokens), self.n_batch):
-            chunk = tokens[start:start + self.n_batch]
+        starts = [(s, min(s + self.n_batch, b)) for a, b in zip(bounds, bounds[1:]) for s in range(a, b, self.n_batch)]
+        for start, stop in starts:
+            chunk = tokens[start:stop]
             batch.n_tokens = len(chunk)
             for i, token in enumerate(chunk):
                 batch.token[i] = token
@@ -187,7 +191,7 @@ class KVContext:
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = seq
                 batch.logits[i] = False
-            batch.logits[len(chunk) - 1] = True
+            batch.logits[len(chunk) - 1] = stop == len(tokens)  # the vocabulary head only after the last token
             rc = L.llama_decode(self.ptr, batch)
             if rc != 0:
                 self._logits_ready = False
