@@ -55,32 +55,32 @@ def reprefill(ctx, held: list[int], tokens: list[int], chunks=()) -> np.ndarray:
     return logits
 
 
-def floor(ctx, held, tokens, reference, boundary) -> float:
+def floor(ctx, held, tokens, reference) -> float:
     """The largest KL a mere change of batch sizes causes."""
-    return max(kl_from_logits(reference, reprefill(ctx, held, tokens, c)) for c in noise_splits(len(tokens), boundary))
+    return max(kl_from_logits(reference, reprefill(ctx, held, tokens, c)) for c in noise_splits(len(tokens)))
 
 
 def test_injection_at_the_anchor_equals_reprefill_within_the_noise_floor(parts):
     ctx, compiler, prefix, text, block, rest = parts
     ctx.decode(prefix, LIVE, 0)
-    reference = reprefill(ctx, prefix, block + rest)
-    noise = floor(ctx, prefix, block + rest, reference, len(block))
+    reference = reprefill(ctx, prefix, block + rest, [len(block), len(rest)])  # prefill's units: line, rest
+    noise = floor(ctx, prefix, block + rest, reference)
     injection = BlockInjector(ctx, SCRATCH).inject(LIVE, compiler.block(prefix, text, block))
     assert injection.drift == 0 and injection.injected == len(block) and injection.decoded == 0
     assert ctx.tokens(LIVE) == prefix + block
     ctx.decode(rest, LIVE, len(prefix) + len(block))
     logits = np.array(ctx.logits())
-    assert top1_agrees(reference, logits)
-    assert kl_from_logits(reference, logits) <= noise + 1e-9
+    assert noise > 0  # other batches do move the distribution ...
+    assert np.array_equal(reference, logits)  # ... the block compiled in prefill's units is exact at its anchor
 
 
 def test_shifted_injection_then_full_repair_equals_reprefill(parts, backend):
     ctx, compiler, prefix, text, block, rest = parts
     history = backend.model.tokenize(HISTORY * 2)
-    ctx.decode(prefix + history, LIVE, 0)
+    ctx.decode(prefix + history, LIVE, 0, cuts=[len(prefix)])
     held = prefix + history
-    reference = reprefill(ctx, held, block + rest)
-    noise = floor(ctx, held, block + rest, reference, len(block))
+    reference = reprefill(ctx, held, block + rest, [len(block), len(rest)])
+    noise = floor(ctx, held, block + rest, reference)
     stored = compiler.block(prefix, text, block)
     injector = BlockInjector(ctx, SCRATCH)
     results = {}
@@ -92,7 +92,7 @@ def test_shifted_injection_then_full_repair_equals_reprefill(parts, backend):
         assert ctx.tokens(REF) == held + block + rest
         results[name] = np.array(ctx.logits())
         ctx.drop(REF)
-    assert top1_agrees(reference, results["all"]) and kl_from_logits(reference, results["all"]) <= noise + 1e-9
+    assert np.array_equal(reference, results["all"])  # the block re-decoded where it lands: prefill itself
     # unrepaired, the RoPE-shifted block is close (a block at unshifted positions would be garbage) but measurably off
     kl_none = kl_from_logits(reference, results["none"])
     assert top1_agrees(reference, results["none"]) and noise < kl_none < 0.1
@@ -108,7 +108,7 @@ def test_corrupt_block_is_refused_and_the_prompt_prefilled(parts, caplog):
     compiler.store.forget(stored.key)
     blocks = KVBlocks(ctx, compiler, RepairPolicy(), scratch=SCRATCH)
     tokens = prefix + block + rest
-    reference = reprefill(ctx, prefix, block + rest)
+    reference = reprefill(ctx, prefix, block + rest, [len(block), len(rest)])
     with caplog.at_level(logging.WARNING):
         computed = blocks.fill(ctx, LIVE, tokens, [(len(prefix), len(prefix) + len(block), text)], len(prefix))
     assert "refused" in caplog.text and "truncated" in compiler.store.refusals[-1]

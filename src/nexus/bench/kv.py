@@ -11,9 +11,12 @@ token sequences, against the re-prefill of those tokens in one batch:
 - shortlists (several signature blocks concatenated behind the header: every block after the first lands
   off its anchor).
 
+The reference is what the plain path computes: the same tokens prefilled in the same units (the first tool line
+alone, then the rest; `Prompt.cuts`), so a block at its anchor is exact by construction.
+
 The distribution compared is the model's next token after the arguments cue (`...Tool: <name>\\nArguments:`;
-for shortlists after `Tool:`). The noise floor is the mean KL between the one-batch re-prefill and the same tokens
-decoded in differently sized batches (`nexus.kv.live.noise_splits`). A drift predictor's Spearman rho is measured on repair-0 injections, chosen on the
+for shortlists after `Tool:`). The noise floor is the mean KL between that re-prefill and the same tokens decoded
+in other batches (one batch; the last token alone: `nexus.kv.live.noise_splits`). A drift predictor's Spearman rho is measured on repair-0 injections, chosen on the
 dev half of the cases and reported on the test half.
 """
 
@@ -100,7 +103,7 @@ class KVBench:
         self.ctx.seq_cp(WARM, WORK, n)
 
     def reprefill(self, held: int, tokens: list[int], chunks: Sequence[int] = ()) -> tuple[np.ndarray, float]:
-        """The first `held` tokens of WARM, then `tokens` decoded in one batch (or in `chunks`)."""
+        """The first `held` tokens of WARM, then `tokens` decoded in batches of the sizes `chunks` (one batch: [])."""
         self._start(held)
         start, pos = time.perf_counter(), 0
         for size in (chunks or [len(tokens)]):
@@ -113,18 +116,29 @@ class KVBench:
 
     def injected(self, held: int, blocks: list[tuple[str, list[int]]], rest: list[int], plan: Callable[[int, int], tuple[int, int]]
                  ) -> tuple[np.ndarray, float, int, list[int]]:
-        """Inject `blocks` (text, tokens) after the first `held` tokens of WARM, then decode `rest`."""
+        """Inject `blocks` (text, tokens) after the first `held` tokens of WARM, then decode `rest`. As in the live
+        path (`KVBlocks.fill`), a block off its anchor that the plan re-decodes whole is prefilled with what
+        follows it, in one batch."""
         self._start(held)
         start = time.perf_counter()
-        recomputed, drifts = 0, []
+        recomputed, drifts, pending = 0, [], []
         for text, tokens in blocks:
+            landing = len(self.ctx.tokens(WORK)) + len(pending)
+            drift = landing - len(self.prefix)
+            head, tail = plan(drift, len(tokens))
+            if drift and head + tail >= len(tokens):
+                pending += tokens
+                recomputed += len(tokens)
+                drifts.append(drift)
+                continue
+            if pending:
+                self.ctx.decode(pending, WORK, len(self.ctx.tokens(WORK)))
+                pending = []
             block = self.compiler.block(self.prefix, text, tokens)
-            landing = len(self.ctx.tokens(WORK))
-            head, tail = plan(landing - block.anchor, len(block))
             done = self.injector.inject(WORK, block, head, tail)
             recomputed += done.decoded
             drifts.append(done.drift)
-        self.ctx.decode(rest, WORK, len(self.ctx.tokens(WORK)))
+        self.ctx.decode(pending + rest, WORK, len(self.ctx.tokens(WORK)))
         logits = np.array(self.ctx.logits(), copy=True)
         seconds = time.perf_counter() - start
         self.ctx.drop(WORK)
@@ -133,12 +147,12 @@ class KVBench:
     def warm(self, history: list[int]) -> None:
         self.ctx.drop(WARM)
         self.ctx.drop(PIN)
-        self.ctx.decode(self.prefix + history, WARM, 0)
+        self.ctx.decode(self.prefix + history, WARM, 0, cuts=[len(self.prefix)])  # the header alone, as prefill does
         self.ctx.seq_cp(WARM, PIN)
 
-    def noise_floor(self, held: int, tokens: list[int], reference: np.ndarray, boundary: int) -> float:
+    def noise_floor(self, held: int, tokens: list[int], reference: np.ndarray) -> float:
         return float(np.mean([kl_from_logits(reference, self.reprefill(held, tokens, chunks)[0])
-                              for chunks in noise_splits(len(tokens), boundary)]))
+                              for chunks in noise_splits(len(tokens))]))
 
     @staticmethod
     def _plan(repair: int | str, policy: RepairPolicy) -> Callable[[int, int], tuple[int, int]]:
@@ -168,8 +182,9 @@ class KVBench:
         a = len(self.prefix)
         for drift in (drifts if "b" in layouts else ()):
             # layout b: history warm, block injected after it
-            ref, t_ref = self.reprefill(a + drift, block + rest)
-            floor = self.noise_floor(a + drift, block + rest, ref, len(block))
+            # the plain path's units: a tool line right behind the header alone (the compiler's unit), else one batch
+            ref, t_ref = self.reprefill(a + drift, block + rest, [] if drift else [len(block), len(rest)])
+            floor = self.noise_floor(a + drift, block + rest, ref)
             base = {"case": case.id, "layout": "b", "drift": drift, "block_tokens": len(block), "noise_floor_kl": floor}
             probe: dict[str, np.ndarray] = {}
             for repair in (*REPAIRS, *alternatives):
@@ -183,8 +198,8 @@ class KVBench:
         # layout a: block at its anchor, the history re-prefilled after it (drift 0 for the block)
         for h in ((0, 256) if "a" in layouts else ()):
             hist = history_tokens[:h]
-            ref, t_ref = self.reprefill(a, block + hist + rest)
-            floor = self.noise_floor(a, block + hist + rest, ref, len(block))
+            ref, t_ref = self.reprefill(a, block + hist + rest, [len(block), len(hist) + len(rest)])
+            floor = self.noise_floor(a, block + hist + rest, ref)
             logits, seconds, recomputed, _ = self.injected(a, [(text, block)], hist + rest, self._plan(0, self.policy))
             rows.append({"case": case.id, "layout": "a", "history": h, "drift": 0, "repair": 0, "top1": top1_agrees(ref, logits),
                          "kl": kl_from_logits(ref, logits), "noise_floor_kl": floor,
@@ -198,8 +213,8 @@ class KVBench:
             self.compiler.block(self.prefix, line, tokens)  # compiled before timing: the live path compiles once
         flat = [t for _, tokens in lines for t in tokens]
         rest = self.tok(f"Request: {' '.join(case.request.split())}\n") + self.tok("Tool:")
-        ref, t_ref = self.reprefill(a, flat + rest)
-        floor = self.noise_floor(a, flat + rest, ref, len(flat))
+        ref, t_ref = self.reprefill(a, flat + rest, [len(lines[0][1]), len(flat) - len(lines[0][1]) + len(rest)])
+        floor = self.noise_floor(a, flat + rest, ref)
         probe = {}
         for repair in (0, 8, "all", "policy", *alternatives):
             logits, seconds, recomputed, drifts_used = self.injected(a, lines, rest, self._plan(repair, self.policy))

@@ -27,20 +27,15 @@ from nexus.kv.store import BlockStore
 log = logging.getLogger(__name__)
 
 
-def noise_splits(n: int, boundary: int | None = None) -> list[list[int]]:
-    """Chunkings of n tokens into other batches than the prefill's, whose KL against it is the noise floor:
-    the last token alone, and a cut at `boundary` (else two halves). On Gemma 3 270M such a change of batch
-    moves the next-token distribution by ~1e-4..2e-3 nats, so two are averaged.
+def noise_splits(n: int) -> list[list[int]]:
+    """Other batchings of n tokens than the prefill's units, whose KL against it is the noise floor: all in one
+    batch, and the last token alone. On Gemma 3 270M such a change of batch moves the next-token distribution
+    by ~1e-4..2e-3 nats, so two are averaged.
 
-    >>> noise_splits(10, 4), noise_splits(10)
-    ([[9, 1], [4, 6]], [[9, 1], [5, 5]])
+    >>> noise_splits(10), noise_splits(1)
+    ([[10], [9, 1]], [[1]])
     """
-    splits = [[n - 1, 1]] if n > 1 else []
-    if boundary is not None and 0 < boundary < n - 1:
-        splits.append([boundary, n - boundary])
-    elif n > 3:
-        splits.append([n // 2, n - n // 2])
-    return splits
+    return [[n], [n - 1, 1]] if n > 1 else [[n]]
 
 
 def unit_sizes(start: int, end: int, cuts: Sequence[int]) -> list[int]:
@@ -105,15 +100,18 @@ class KVBlocks:
             held = tokens[:start]
             # the reference is the plain path's prefill: the same tokens in the same units
             reference = self._decode_in(self.audit_seq, held, tokens[start:], unit_sizes(start, len(tokens), cuts))
-            seam = max(end for _, end, _ in spans) - start
             noise = [self._decode_in(self.audit_seq, held, tokens[start:], chunks)
-                     for chunks in noise_splits(len(tokens) - start, seam)]
+                     for chunks in noise_splits(len(tokens) - start)]
         prefix = tokens[:spans[0][0]]
         pos, computed, drifts, injected = start, 0, [], 0
         try:
             for first, end, text in spans:
                 if first < pos:
                     continue  # already held (the prefix cache kept it)
+                drift = first - len(prefix)  # every block is compiled at the anchor right behind the header
+                head, tail = self.policy.plan(drift, end - first)
+                if head + tail >= end - first or (drift and not self.injector.can_shift):
+                    continue  # re-prefilled: decoded with what follows, in the very batch the plain path uses
                 if first > pos:
                     ctx.decode(tokens[pos:first], seq, pos, cuts)
                     computed += first - pos
@@ -122,7 +120,6 @@ class KVBlocks:
                 block = self.compiler.block(prefix, text, tokens[first:end])
                 if self.compiler.compiled > before:
                     computed += len(block)  # compiled now: one prefill of the line, paid once
-                head, tail = self.policy.plan(first - block.anchor, len(block))
                 if end == len(tokens):
                     tail = max(tail, 1)  # the last token is decoded for its logits
                 done = self.injector.inject(seq, block, head, tail)
