@@ -76,3 +76,30 @@ def test_router_makes_the_same_calls_with_blocks_on_and_off(backend, tmp_path, a
         # one block at its anchor, prefilled in the units it was compiled in: the very bits of the plain prefill
         assert all(a["drift_max"] == 0 and a["kl"] == 0.0 for a in audits)
     backend.blocks = None
+
+
+def test_a_prompt_never_fails_because_of_the_blocks_sequences(gguf_path, tmp_path, caplog):
+    """Regression (a dev run once stopped with "KV cache full" on a FALLBACK with blocks on): KV cells the blocks'
+    own sequences hold are freed and the prompt prefilled, with the reason logged."""
+    import logging
+
+    from nexus.llm.base import Prompt
+    from nexus.llm.llamacpp import LlamaCppBackend
+
+    with LlamaCppBackend(gguf_path, n_ctx=256, n_threads=1) as llm:  # 256 + 1024 cells
+        blocks = llm.blocks = KVBlocks.__new__(KVBlocks)  # attach_blocks without a model hash to compute
+        from nexus.kv import BlockInjector, BlockStore, RepairPolicy, SchemaBlockCompiler
+
+        blocks.ctx, blocks.policy, blocks.audit, blocks.audit_seq, blocks.audits = llm.context, RepairPolicy(), False, 3, []
+        blocks.compiler = SchemaBlockCompiler(llm.context, BlockStore(tmp_path), "m")
+        blocks.injector = BlockInjector(llm.context, 1)
+        filler = llm.model.tokenize(" lorem ipsum" * 800)[:1100]
+        assert len(filler) == 1100
+        llm.context.decode(filler, blocks.compiler.prefix_seq, 0)  # the blocks' sequences hold 1100 cells
+        prompt = Prompt((" one two three" * 70,))
+        with caplog.at_level(logging.WARNING):
+            computed = llm.prefill(prompt)
+        assert computed == llm.count_tokens(prompt) > 1280 - 1100
+        assert "freeing the blocks' sequences" in caplog.text
+        assert llm.context.tokens(blocks.compiler.prefix_seq) == [] and llm.context.tokens(0) == llm.tokens(prompt)
+        llm.blocks = None

@@ -149,6 +149,13 @@ class KVBlocks:
             log.info("KV audit: %s", record)
         return computed
 
+    def release(self) -> None:
+        """Empty the blocks' sequences (scratch, the compiler's pinned header, audit): after this only the live
+        sequence holds KV cells; the next compile pins the header again (shared with the live sequence: free)."""
+        for seq in {self.injector.scratch, self.compiler.prefix_seq, self.compiler.work_seq, self.audit_seq}:
+            if seq < self.ctx.n_seq_max:
+                self.ctx.drop(seq)
+
 
 def attach_blocks(backend: Any, settings: Any) -> KVBlocks | None:
     """Give `backend` KV blocks as `settings.kv` describes (None, with the reason logged, where it cannot

@@ -86,6 +86,10 @@ class BlockFiller(Protocol):
         segment, `cuts` the positions where a prefill batch starts. Returns the tokens computed."""
         ...
 
+    def release(self) -> None:
+        """Empty every sequence the blocks use besides the live one (their KV cells go back to the prompt)."""
+        ...
+
 
 @runtime_checkable
 class LLMBackend(Protocol):

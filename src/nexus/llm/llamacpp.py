@@ -19,6 +19,7 @@ object closes.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -29,6 +30,8 @@ import numpy as np
 from nexus.errors import ModelError
 from nexus.llm.base import BlockFiller, ContextOverflow, Generation, Prompt, Selection
 from nexus.llm.native import GGUFModel, GrammarConstraint, KVContext
+
+log = logging.getLogger(__name__)
 
 SEGMENT_CACHE_SIZE = 16384
 GRAMMAR_CACHE_SIZE = 512
@@ -166,9 +169,21 @@ class LlamaCppBackend:
             common = max([0, *(c for c in cuts if c <= common)])
         if common < len(held):
             self.context.seq_rm(self.seq, common)
-        if self.blocks is not None and any(first >= common for first, _, _ in spans):
-            return self.blocks.fill(self.context, self.seq, tokens, spans, common, cuts)
-        self.context.decode(tokens[common:], self.seq, common, cuts)
+        try:
+            if self.blocks is not None and any(first >= common for first, _, _ in spans):
+                return self.blocks.fill(self.context, self.seq, tokens, spans, common, cuts)
+            self.context.decode(tokens[common:], self.seq, common, cuts)
+        except ModelError as exc:
+            if self.blocks is None:
+                raise
+            # the blocks' own sequences (the pinned header, a scratch block) hold KV cells too: a prompt must
+            # never fail because of them — free them and prefill plainly
+            log.warning("prefill with KV blocks attached failed (%s); freeing the blocks' sequences and prefilling "
+                        "the prompt instead", exc)
+            self.blocks.release()
+            done = len(self.context.tokens(self.seq))
+            self.context.decode(tokens[done:], self.seq, done, cuts)
+            return len(tokens) - common
         return len(tokens) - common
 
     def prefill(self, prompt: Prompt) -> int:
