@@ -163,3 +163,44 @@ def test_route_threshold_is_certified_with_no_tool_turns_counted_as_errors():
     assert mixed.thresholds.route > alone.thresholds.route
     # what the mixed threshold routes meets the target on the mix it was certified on
     assert mixed.report["selective_accuracy"] >= 0.99 or mixed.thresholds.route == math.inf
+
+
+def test_fallback_comes_from_the_shortlist_risk_not_from_p_no_tool():
+    """Regression (issue 10): FALLBACK was decided on p_no_tool, which sent 83 % of relevant test turns to all schemas.
+    Now a calibrated p_shortlist (right tool among the top shortlist_k) decides it, from the SHORTLIST risk target:
+    turns whose tool the shortlist holds are shortlisted, turns whose tool it misses fall back."""
+    rng = np.random.default_rng(3)
+    turns = []
+    for i in range(1200):
+        ce = rng.normal(0, 1, 10)
+        gold = np.zeros(10, bool)
+        if i % 4:          # a clear leader that is right
+            gold[0] = True
+            ce[0] += rng.uniform(2.5, 5)
+        else:              # a flat list: the right tool sits anywhere, often below the top 5
+            gold[int(rng.integers(10))] = True
+        turns.append(ScoredTurn(ce, np.full(10, 0.5), np.zeros(10), gold, False))
+    targets = RiskTargets(route=0.0, z=0.0, shortlist=0.05, shortlist_k=5)
+    cal = fit_calibration(turns, targets)
+    assert cal.shortlist is not None and 0.0 < cal.thresholds.shortlist < 1.0
+    rep = cal.report
+    assert rep["shortlist_miss"] <= 0.05 + 1e-9
+    # most clear turns keep a shortlist (or route); most flat ones fall back (flat turns miss the top 5 half the time)
+    flat_fallback = clear_short = 0
+    for i, t in enumerate(turns[:400]):
+        out = cal.apply(t.ce, t.dense, t.lexical)
+        action = choose_action(out.p_top1, out.p_no_tool, out.relevance[1], cal.thresholds, out.p_shortlist)
+        flat_fallback += (i % 4 == 0) and action is Action.FALLBACK
+        clear_short += (i % 4 != 0) and action is not Action.FALLBACK   # shortlisted or routed
+    assert clear_short > 0.8 * 300 and flat_fallback > 0.5 * 100
+    again = GateCalibration.from_dict(cal.to_dict())
+    t = turns[1]
+    assert again.apply(t.ce, t.dense, t.lexical).p_shortlist == pytest.approx(cal.apply(t.ce, t.dense, t.lexical).p_shortlist)
+    assert again.thresholds == cal.thresholds
+
+
+def test_a_gate_saved_before_p_shortlist_keeps_its_decisions():
+    legacy = {"route": 0.9, "no_tool": 0.8, "fallback": 0.4, "multi": 0.5}
+    th = Thresholds.from_dict(legacy)
+    assert th.shortlist == 0.0
+    assert choose_action(0.3, 0.5, 0.0, th) is Action.FALLBACK and choose_action(0.3, 0.1, 0.0, th) is Action.SHORTLIST

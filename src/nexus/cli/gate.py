@@ -61,28 +61,12 @@ def train(
     from dataclasses import asdict, replace
 
     from nexus.config import Settings
-    from nexus.datasets import read_datasets
     from nexus.gate.training import TrainConfig, train_gate
-    from nexus.registry import Registry, load_tools_file
 
     settings = Settings()
     gs = settings.gate
     _threads(gs.training_threads())
-    if not tools and not data:
-        raise typer.BadParameter("give --tools (with --queries) and/or --data")
-    registry = load_registry(tools) if tools else Registry()
-    turns = _labelled(queries, registry)
-    if data:
-        excluded = [t for path in exclude for t in load_tools_file(path)]
-        extra, more, stats = read_datasets(data, excluded, max_per_source, skip_source, seed)
-        for source in extra.sources():
-            if source in registry.sources():
-                raise typer.BadParameter(f"dataset folder {source!r} clashes with a --tools source of the same name")
-            registry.set_source(source, extra.source_tools(source))
-        names = registry.name_index()
-        keyed = {(t.origin, t.name): k for k, t in registry.items()}
-        turns += [replace(t, tools=tuple(keyed.get((t.source, extra.get(k).name), names.get(k, k)) for k in t.tools)) for t in more]
-        err.print(f"[bold]datasets[/] {json.dumps(stats)}")
+    registry, turns = _training_data(tools, queries, data, exclude, skip_source, max_per_source, seed)
     gs = gs.model_copy(update={k: v for k, v in (("base_model", base), ("scorer", scorer)) if v is not None})
     config = TrainConfig.from_settings(gs, seed=seed, time_budget_s=time_budget, max_calibration_turns=max_calibration)
     if steps is not None:
@@ -99,6 +83,33 @@ def train(
     print(text)
 
 
+def _training_data(tools: List[Path], queries: List[Path], data: List[Path], exclude: List[Path], skip_source: List[str],
+                   max_per_source: Optional[int], seed: int):
+    """The training registry and labelled turns from --tools/--queries and --data folders (what `train` and
+    `calibrate` both read, so a saved gate's calibration split can be rebuilt from the same arguments)."""
+    from dataclasses import replace
+
+    from nexus.datasets import read_datasets
+    from nexus.registry import Registry, load_tools_file
+
+    if not tools and not data:
+        raise typer.BadParameter("give --tools (with --queries) and/or --data")
+    registry = load_registry(tools) if tools else Registry()
+    turns = _labelled(queries, registry)
+    if data:
+        excluded = [t for path in exclude for t in load_tools_file(path)]
+        extra, more, stats = read_datasets(data, excluded, max_per_source, skip_source, seed)
+        for source in extra.sources():
+            if source in registry.sources():
+                raise typer.BadParameter(f"dataset folder {source!r} clashes with a --tools source of the same name")
+            registry.set_source(source, extra.source_tools(source))
+        names = registry.name_index()
+        keyed = {(t.origin, t.name): k for k, t in registry.items()}
+        turns += [replace(t, tools=tuple(keyed.get((t.source, extra.get(k).name), names.get(k, k)) for k in t.tools)) for t in more]
+        err.print(f"[bold]datasets[/] {json.dumps(stats)}")
+    return registry, turns
+
+
 def _labelled(paths: List[Path], registry):
     from nexus.datasets import LabelledTurn, read_turns
 
@@ -110,18 +121,24 @@ def _labelled(paths: List[Path], registry):
 @app.command("calibrate")
 def calibrate(
     model: Path = typer.Option(..., help="saved gate folder whose calibration is refitted in place"),
-    tools: List[Path] = typer.Option(..., help="the registry it was trained on (its calibration split is rebuilt)"),
+    tools: List[Path] = typer.Option([], help="the registry it was trained on (its calibration split is rebuilt)"),
     queries: List[Path] = typer.Option([], help="the labelled turns it was trained with"),
+    data: List[Path] = typer.Option([], help="the dataset folder(s) it was trained with (as for `gate train`)"),
+    exclude: List[Path] = typer.Option([], help="the --exclude tools file(s) it was trained with"),
+    skip_source: List[str] = typer.Option([], help="the --skip-source names it was trained with"),
+    max_per_source: Optional[int] = typer.Option(None, help="the --max-per-source it was trained with"),
+    seed: int = typer.Option(0, help="the --seed it was trained with"),
 ) -> None:
-    """Refit calibration and thresholds of a saved model on its own held-out calibration split."""
+    """Refit calibration and thresholds of a saved model on its own held-out calibration split (give the data
+    arguments it was trained with; the split is rebuilt from them and the saved config)."""
     from nexus.config import Settings
     from nexus.gate.training import recalibrate
 
     settings = Settings()
     gs = settings.gate
     _threads(gs.threads)
-    registry = load_registry(tools)
-    refitted = recalibrate(model, registry, _slb(registry, settings), _labelled(queries, registry))
+    registry, turns = _training_data(tools, queries, data, exclude, skip_source, max_per_source, seed)
+    refitted = recalibrate(model, registry, _slb(registry, settings), turns)
     print(json.dumps({"model": str(model), "calibration": refitted.calibration.report}, indent=2, default=str))
 
 

@@ -180,9 +180,15 @@ class SegmentCosineScorer(_TorchPairScorer):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        compact = Path(path) / self.COMPACT_FILE if path else None
-        folder = Path(path) if compact is not None and compact.is_file() else _model_folder(path, "encoder")
-        source = default_base_model() if compact is not None and compact.is_file() else folder
+        # a compact gate, or a compact tuned embedder (`models/embedder`: the gate may start from the SLB's own
+        # encoder, which ranks better than the packaged MiniLM before any gate training)
+        compact = None
+        if path:
+            from nexus.slb.embedders import COMPACT_FILE as EMBEDDER_FILE
+
+            compact = next((Path(path) / f for f in (self.COMPACT_FILE, EMBEDDER_FILE) if (Path(path) / f).is_file()), None)
+        folder = Path(path) if compact is not None else _model_folder(path, "encoder")
+        source = default_base_model() if compact is not None else folder
         _set_seed(seed)
         try:
             encoder = AutoModel.from_pretrained(str(source), local_files_only=True)

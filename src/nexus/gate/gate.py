@@ -140,7 +140,7 @@ class BoundaryGate:
         ce, out = self.score(text, hits)
         thresholds = self.model.calibration.thresholds
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
-        action = choose_action(out.p_top1, out.p_no_tool, second, thresholds)
+        action = choose_action(out.p_top1, out.p_no_tool, second, thresholds, out.p_shortlist)
         keep = list(out.order)
         if action is Action.SHORTLIST:
             keep = keep[: shortlist_size(out, self.shortlist_k, thresholds.multi, self.shortlist_mass)]

@@ -6,6 +6,10 @@ dense and lexical channels. `GateCalibration` turns them into
   per channel, fitted so that softmax(s) is the probability that candidate i is the right tool),
 - p_top1 = P(the top candidate is right | a tool applies): Platt scaling of [logit max softmax, top logit],
 - p_no_tool = P(no tool applies): logistic on the best logit and the SLB's best channels,
+- p_shortlist = P(the right tool is among the top `shortlist_k` | a tool applies): logistic on the probability
+  mass those candidates hold, the top probability and the registry size; FALLBACK (all schemas) is decided on it,
+  from the SHORTLIST risk target (p_no_tool is a poor proxy for "the shortlist misses the tool": it sent 83 % of
+  relevant test turns to FALLBACK),
 - relevance_i = P(candidate i is needed): Platt scaling of ce_i (two needed tools = a multi-call turn),
 and holds the decision thresholds derived from target risks on the calibration split.
 
@@ -17,6 +21,7 @@ and holds the decision thresholds derived from target risks on the calibration s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -36,13 +41,16 @@ class Thresholds:
     no_tool: float = 0.9       # p_no_tool at or above: NO_TOOL
     fallback: float = 0.5      # p_no_tool at or above (not routed, below no_tool): FALLBACK, not SHORTLIST
     multi: float = 0.5         # relevance of the 2nd candidate at or above: a multi-call turn, never ROUTE
+    shortlist: float = 0.0     # p_shortlist below (not routed, not no-tool): FALLBACK, not SHORTLIST
 
     def to_dict(self) -> dict:
         return {k: (None if v == float("inf") else v) for k, v in self.__dict__.items()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Thresholds":
-        return cls(**{k: float("inf") if d.get(k) is None else float(d[k]) for k in ("route", "no_tool", "fallback", "multi")})
+        # `shortlist` is absent from gates saved before p_shortlist existed: 0 keeps their decisions unchanged
+        values = {k: float("inf") if d.get(k) is None else float(d[k]) for k in ("route", "no_tool", "fallback", "multi")}
+        return cls(**values, shortlist=float("inf") if d.get("shortlist", 0.0) is None else float(d.get("shortlist", 0.0)))
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,7 @@ class TurnProbabilities:
     relevance: np.ndarray      # P(candidate needed), in `order`
     p_top1: float
     p_no_tool: float
+    p_shortlist: float = 1.0   # P(right tool among the top shortlist_k); 1.0 for a calibration without that map
 
 
 # Inputs of the p_top1 map, by name. The registry size matters: the same score margin is worth less among
@@ -64,6 +73,21 @@ TOP1_INPUTS = {
 }
 DEFAULT_TOP1_INPUTS = ("logit_pmax", "ce_top", "log_n_tools")
 _LEGACY_TOP1_INPUTS = ("logit_pmax", "ce_top")
+
+
+# Inputs of the p_shortlist map: how much of the softmax the top `shortlist_k` hold, how peaked the top is, and
+# the registry size (more near-duplicates, more misses).
+SHORTLIST_INPUTS = {
+    "logit_mass": lambda probs, k, n_tools: float(logit(probs[:k].sum())),
+    "logit_pmax": lambda probs, k, n_tools: float(logit(probs[0])),
+    "log_n_tools": lambda probs, k, n_tools: float(np.log(max(n_tools, 1))),
+}
+DEFAULT_SHORTLIST_INPUTS = ("logit_mass", "logit_pmax", "log_n_tools")
+
+
+def shortlist_features(probs_sorted: np.ndarray, k: int, n_tools: int = 0,
+                       inputs: Sequence[str] = DEFAULT_SHORTLIST_INPUTS) -> np.ndarray:
+    return np.array([SHORTLIST_INPUTS[name](probs_sorted, k, n_tools) for name in inputs], dtype=np.float64)
 
 
 def top1_features(probs_sorted: np.ndarray, ce_top: float, n_tools: int = 0,
@@ -103,6 +127,10 @@ class GateCalibration:
     # registry sizes calibration saw: a size outside is clamped into it, so the maps never extrapolate
     # (a gate calibrated on 100-355 tools read 1,000 as "far more no-tool-like" and said NO_TOOL to 40% of turns)
     n_tools_range: tuple[int, int] | None = None
+    # P(right tool among the top `shortlist_k`); None in gates calibrated before it existed (p_shortlist = 1)
+    shortlist: LogisticMap | None = None
+    shortlist_inputs: tuple[str, ...] = DEFAULT_SHORTLIST_INPUTS
+    shortlist_k: int = 5
 
     @classmethod
     def identity(cls) -> "GateCalibration":
@@ -126,12 +154,16 @@ class GateCalibration:
         p_top1 = float(self.top1(top1_features(probs, ce[order[0]], n_tools, self.top1_inputs))[0])
         p_no_tool = float(self.no_tool(no_tool_features(ce, dense, lexical, self.no_tool_inputs, n_tools))[0])
         relevance = self.relevance(ce[order][:, None])
-        return TurnProbabilities(order, fused, probs, relevance, p_top1, p_no_tool)
+        p_shortlist = 1.0 if self.shortlist is None else float(
+            self.shortlist(shortlist_features(probs, self.shortlist_k, n_tools, self.shortlist_inputs))[0])
+        return TurnProbabilities(order, fused, probs, relevance, p_top1, p_no_tool, p_shortlist)
 
     def to_dict(self) -> dict:
         return {"fusion": list(self.fusion), "top1": self.top1.to_dict(), "no_tool": self.no_tool.to_dict(),
                 "no_tool_inputs": list(self.no_tool_inputs), "top1_inputs": list(self.top1_inputs),
                 "relevance": self.relevance.to_dict(), "n_tools_range": self.n_tools_range,
+                "shortlist": None if self.shortlist is None else self.shortlist.to_dict(),
+                "shortlist_inputs": list(self.shortlist_inputs), "shortlist_k": self.shortlist_k,
                 "thresholds": self.thresholds.to_dict(), "report": self.report}
 
     @classmethod
@@ -142,10 +174,14 @@ class GateCalibration:
         for names, table, fitted in ((inputs, NO_TOOL_INPUTS, no_tool), (top_inputs, TOP1_INPUTS, top1)):
             if any(name not in table for name in names) or len(fitted.weights) != len(names):
                 raise ValueError(f"calibration inputs {list(names)} do not fit this build ({', '.join(table)})")
+        short = LogisticMap.from_dict(d["shortlist"]) if d.get("shortlist") else None
+        short_inputs = tuple(d.get("shortlist_inputs", DEFAULT_SHORTLIST_INPUTS))
+        if short is not None and (any(n not in SHORTLIST_INPUTS for n in short_inputs) or len(short.weights) != len(short_inputs)):
+            raise ValueError(f"calibration inputs {list(short_inputs)} do not fit this build ({', '.join(SHORTLIST_INPUTS)})")
         span = d.get("n_tools_range")
         return cls(tuple(float(x) for x in d["fusion"]), top1, no_tool, LogisticMap.from_dict(d["relevance"]),
                    Thresholds.from_dict(d["thresholds"]), dict(d.get("report", {})), inputs, top_inputs,
-                   (int(span[0]), int(span[1])) if span else None)
+                   (int(span[0]), int(span[1])) if span else None, short, short_inputs, int(d.get("shortlist_k", 5)))
 
 
 @dataclass(frozen=True)
@@ -229,9 +265,20 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
     x_rel = np.concatenate([t.ce for t in turns])[:, None]
     y_rel = np.concatenate([t.gold for t in turns]).astype(float)
     relevance = fit_logistic(x_rel, y_rel)
+    # p_shortlist: the right tool among the top shortlist_k, on relevant turns (a missing gold tool is a miss)
+    k_short = targets.shortlist_k
+    short_inputs = tuple(n for n in DEFAULT_SHORTLIST_INPUTS if n != "log_n_tools" or "log_n_tools" in top1_inputs)
+    x_sh, y_sh = [], []
+    for t in relevant:
+        out = staged.apply(t.ce, t.dense, t.lexical)
+        x_sh.append(shortlist_features(out.probs, k_short, t.n_tools, short_inputs))
+        y_sh.append(bool(t.gold[out.order[:k_short]].any()))
+    y_sh = np.array(y_sh, dtype=float)
+    shortlist = fit_logistic(np.array(x_sh), y_sh) if 0 < y_sh.sum() < len(y_sh) else None
     sizes = [t.n_tools for t in turns]
     fitted = GateCalibration(fusion, top1, no_tool, relevance, no_tool_inputs=no_tool_inputs, top1_inputs=top1_inputs,
-                             n_tools_range=(min(sizes), max(sizes)))
+                             n_tools_range=(min(sizes), max(sizes)), shortlist=shortlist, shortlist_inputs=short_inputs,
+                             shortlist_k=k_short)
     return with_thresholds(fitted, turns, targets)
 
 
@@ -247,7 +294,8 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     ok_all = np.array([(not t.no_tool) and bool(t.gold[o.order[0]]) for t, o in zip(turns, outs)])
     second_all = np.array([o.relevance[1] if len(o.relevance) > 1 else 0.0 for o in outs])
     p_top1, correct, second = p_all[rel], ok_all[rel], second_all[rel]
-    in_short = np.array([bool(turns[i].gold[outs[i].order[: targets.shortlist_k]].any()) for i in rel])
+    k_short = cal.shortlist_k if cal.shortlist is not None else targets.shortlist_k
+    in_short = np.array([bool(turns[i].gold[outs[i].order[:k_short]].any()) for i in rel], dtype=bool)
     p_nt = np.array([o.p_no_tool for o in outs])
     is_nt = np.array([t.no_tool for t in turns])
     mix = prior_weights(is_nt, targets.no_tool_share)
@@ -256,12 +304,23 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     route_conf = p_all * (second_all < targets.multi) * (p_nt < t_no_tool)
     t_route = threshold_for_risk(route_conf, ok_all, targets.route, min_accepted=5, z=targets.z, weights=mix)
     p_nt_rel = p_nt[rel]
-    not_routed = p_top1 < t_route
-    conf = threshold_for_risk(1.0 - p_nt_rel[not_routed], in_short[not_routed], targets.shortlist) if not_routed.any() else 0.0
-    t_fallback = float(min(1.0 - conf, t_no_tool)) if np.isfinite(conf) else 0.0
-    thresholds = Thresholds(route=t_route, no_tool=t_no_tool, fallback=t_fallback, multi=targets.multi)
     routed_all = route_conf >= t_route
     routed = routed_all[rel]
+    if cal.shortlist is not None:
+        # FALLBACK where the shortlist is likely to miss the tool: the lowest p_shortlist whose SHORTLISTs keep
+        # misses within the SHORTLIST risk, over the relevant turns neither routed nor told NO_TOOL
+        p_short = np.array([o.p_shortlist for o in outs])[rel]
+        pool = ~routed & (p_nt_rel < t_no_tool)
+        t_short = threshold_for_risk(p_short[pool], in_short[pool], targets.shortlist) if pool.any() else 0.0
+        thresholds = Thresholds(route=t_route, no_tool=t_no_tool, fallback=t_no_tool, multi=targets.multi,
+                                shortlist=t_short)
+        shortlisted = pool & (p_short >= t_short)
+    else:  # a calibration without the p_shortlist map (older gates): FALLBACK from p_no_tool, as they were saved
+        not_routed = p_top1 < t_route
+        conf = threshold_for_risk(1.0 - p_nt_rel[not_routed], in_short[not_routed], targets.shortlist) if not_routed.any() else 0.0
+        t_fallback = float(min(1.0 - conf, t_no_tool)) if np.isfinite(conf) else 0.0
+        thresholds = Thresholds(route=t_route, no_tool=t_no_tool, fallback=t_fallback, multi=targets.multi)
+        shortlisted = ~routed & (p_nt_rel < t_fallback)
     report = {
         "n_turns": len(turns), "n_relevant": len(rel), "n_no_tool": int(is_nt.sum()),
         "top1": float(correct.mean()) if len(rel) else float("nan"),
@@ -270,7 +329,8 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
         "coverage": float(routed.mean()) if len(rel) else 0.0,
         "selective_accuracy": float(ok_all[routed_all].mean()) if routed_all.any() else float("nan"),
         "route_on_no_tool": int((routed_all & is_nt).sum()),
+        "shortlist_rate": float(shortlisted.mean()) if len(rel) else 0.0,
+        "shortlist_miss": float(1.0 - in_short[shortlisted].mean()) if shortlisted.any() else float("nan"),
         "targets": targets.__dict__,
     }
-    return GateCalibration(cal.fusion, cal.top1, cal.no_tool, cal.relevance, thresholds, report, cal.no_tool_inputs,
-                           cal.top1_inputs, cal.n_tools_range)
+    return dataclasses.replace(cal, thresholds=thresholds, report=report)
