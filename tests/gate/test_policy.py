@@ -18,11 +18,15 @@ TH = Thresholds(route=0.9, no_tool=0.8, fallback=0.4, multi=0.5)
     "p_top1, p_no_tool, second, expected",
     [
         (0.97, 0.01, 0.10, Action.ROUTE),
-        (0.90, 0.79, 0.49, Action.ROUTE),       # thresholds are inclusive / exclusive as documented
+        (1.00, 0.10, 0.49, Action.ROUTE),       # thresholds are inclusive / exclusive as documented (1.0 * 0.9 = 0.9)
         (0.89, 0.01, 0.10, Action.SHORTLIST),   # not confident enough to route
         (0.99, 0.01, 0.70, Action.SHORTLIST),   # a second tool is needed: multi-call turn
         (0.80, 0.45, 0.10, Action.FALLBACK),    # unsure whether any candidate applies
-        (0.99, 0.45, 0.10, Action.ROUTE),       # a confident route needs no shortlist
+        (0.99, 0.05, 0.10, Action.ROUTE),       # a confident route needs no shortlist
+        # regression (issue 10): a confident top-1 on a turn that may need no tool is not routed; ROUTE needs
+        # p_top1 * (1 - p_no_tool), P(a tool applies and it is the top one), above its threshold
+        (0.99, 0.45, 0.10, Action.FALLBACK),
+        (0.99, 0.30, 0.10, Action.SHORTLIST),
         (0.30, 0.80, 0.00, Action.NO_TOOL),
         (0.99, 0.95, 0.00, Action.NO_TOOL),     # no-tool wins over a confident-looking top-1
     ],

@@ -37,7 +37,7 @@ from nexus.gate.calibration import (
 class Thresholds:
     """Decision thresholds (see `policy.choose_action`); inf disables an action."""
 
-    route: float = 0.95        # p_top1 at or above: ROUTE
+    route: float = 0.95        # p_top1 * (1 - p_no_tool) at or above: ROUTE (policy.route_confidence)
     no_tool: float = 0.9       # p_no_tool at or above: NO_TOOL
     fallback: float = 0.5      # p_no_tool at or above (not routed, below no_tool): FALLBACK, not SHORTLIST
     multi: float = 0.5         # relevance of the 2nd candidate at or above: a multi-call turn, never ROUTE
@@ -301,7 +301,7 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     mix = prior_weights(is_nt, targets.no_tool_share)
     t_no_tool = (threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5, z=targets.z, weights=mix)
                  if is_nt.any() and (~is_nt).any() else float("inf"))
-    route_conf = p_all * (second_all < targets.multi) * (p_nt < t_no_tool)
+    route_conf = p_all * (1.0 - p_nt) * (second_all < targets.multi) * (p_nt < t_no_tool)  # policy.route_confidence
     t_route = threshold_for_risk(route_conf, ok_all, targets.route, min_accepted=5, z=targets.z, weights=mix)
     p_nt_rel = p_nt[rel]
     routed_all = route_conf >= t_route
