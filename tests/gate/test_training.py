@@ -269,3 +269,25 @@ def test_compact_save_rebuilds_the_same_scorer_on_the_packaged_base(tiny_trained
     turns, docs = [g.turn for g in groups for _ in g.docs], [d for g in groups for d in g.docs]
     torch.set_num_threads(1)
     assert loaded.scorer.score(turns, docs) == pytest.approx(scorer.score(turns, docs), abs=1e-4)
+
+
+def test_the_segment_cosine_gate_can_start_from_a_compact_tuned_embedder(tmp_path):
+    """`--base models/embedder` (a compact tuned embedder: `embedder.safetensors` on the packaged MiniLM): the gate's
+    encoder starts from those weights, not from the packaged ones (the shipped gate is trained this way)."""
+    import torch
+    from transformers import AutoModel
+
+    from nexus.gate.cross_encoder import SegmentCosineScorer
+    from nexus.slb.compact import save_compact
+    from nexus.slb.embedders import COMPACT_FILE
+
+    base = default_base_model()
+    tuned = AutoModel.from_pretrained(str(base), local_files_only=True)
+    with torch.no_grad():
+        tuned.encoder.layer[0].output.dense.bias.add_(0.5)   # a stand-in for tuning
+    save_compact(tuned, base, tmp_path / COMPACT_FILE)
+    start = SegmentCosineScorer(tmp_path, max_length=32)
+    packaged = SegmentCosineScorer(None, max_length=32)
+    ours = start.network["encoder"].encoder.layer[0].output.dense.bias
+    assert torch.allclose(ours, tuned.encoder.layer[0].output.dense.bias.half().float())
+    assert not torch.allclose(ours, packaged.network["encoder"].encoder.layer[0].output.dense.bias)
