@@ -27,6 +27,8 @@ NEXUS_EMBEDDER=minilm run $NEXUS slb tune --data "$WORK/bfcl_pool" --data "$DATA
 # 4. the gate, on the tuned embedder's SLB: labelled turns of every source, no-tool turns, no pseudo-queries
 NEXUS_EMBEDDER="$WORK/embedder" run $NEXUS gate train --data "$WORK/bfcl_pool" --data "$DATA/train" "${EXCLUDE[@]}" \
   --no-self --max-per-source "$CAP" --max-calibration 250 --steps "$STEPS" --seed 0 --out "$WORK/gate" --json "$WORK/gate-train.json"
+# (the shipped gate's calibration was later refitted with `nexus gate calibrate --model "$WORK/gate"` and the data
+#  arguments of step 4: same weights; a fresh step 4 computes that calibration itself)
 # 5. compact copies into models/ (changed tensors in fp16, rebuilt on the packaged MiniLM when loaded)
 rm -rf models/embedder && mkdir -p models && cp -r "$WORK/embedder" models/embedder
 run $NEXUS gate export --model "$WORK/gate" --out models/gate
