@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nexus.llm.grammars import _arguments_gbnf, arguments_gbnf, choice_gbnf, normalise_schema
+from nexus.llm.grammars import _arguments_gbnf, arguments_gbnf, choice_gbnf, grammar_schema, normalise_schema
 
 
 def test_arguments_grammar_starts_with_one_space_and_names_the_properties():
@@ -54,3 +54,16 @@ def test_request_numbers_and_city_state_formats_shape_the_grammar_not_the_schema
     free = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "a night please").strip().splitlines())
     assert "integer" in free["nights-kv"]                      # no number in the request: any integer
     assert arguments_gbnf(schema) != arguments_gbnf(schema, "2 nights")
+
+
+def test_optional_parameters_the_request_mentions_must_be_written():
+    schema = {"type": "object", "properties": {
+        "where_to": {"type": "string"}, "has_laundry_service": {"type": "string", "enum": ["True", "False", "dontcare"]},
+        "number_of_adults": {"type": "integer"}, "mode": {"type": "string", "enum": ["driving", "transit"]},
+        "show_time": {"type": "string", "description": "Time of the show, HH:MM"}, "rating": {"type": "number"}},
+        "required": ["where_to"]}
+    shaped = grammar_schema(schema, "A house in Austin with laundry service for 2 adults, by transit, at 5:30pm")
+    assert shaped["required"] == ["where_to", "has_laundry_service", "number_of_adults", "mode", "show_time"]
+    assert "enum" not in shaped["properties"]["number_of_adults"]  # promoted, not required: its number stays free
+    assert grammar_schema(schema, "A house in Austin")["required"] == ["where_to"]
+    assert schema["required"] == ["where_to"]                      # the tool's own schema is untouched

@@ -6,8 +6,8 @@ from datetime import date
 
 import pytest
 
-from nexus.llm.values import (is_zone_parameter, normalise_arguments, normalise_value, stated, to_hh_mm, to_iso_date,
-                              to_zone, value_format)
+from nexus.llm.values import (flag_in_request, is_zone_parameter, mentioned, normalise_arguments, normalise_value,
+                              request_dates, stated, to_hh_mm, to_iso_date, to_zone, value_format, whole_quote)
 
 ZONE = {"type": "string", "description": "IANA timezone name (e.g., 'America/New_York', 'Europe/London')."}
 
@@ -97,3 +97,60 @@ def test_unstated_optional_arguments_are_dropped_required_ones_kept():
     assert out == {"city": "Oslo", "days": 9, "include_wind": True}  # a wrong required value stays for the validator
     kept = normalise_arguments({"city": "Oslo", "days": 3, "unit": "f"}, schema, "Forecast for Oslo", drop_unstated=False)
     assert kept["unit"] == "f"
+
+
+DATE = {"type": "string", "description": "Date of the show, YYYY-MM-DD"}
+TIME = {"type": "string", "description": "Show time, HH:MM (24-hour)"}
+
+
+def test_dates_and_times_are_stated_in_any_spelling():
+    assert request_dates("from April 3rd to the 5th of April 2023") == {"04-03", "2023-04-05"}
+    assert stated("show_time", "17:30", "tickets for the 5:30pm show", TIME)
+    assert not stated("show_time", "19:00", "tickets for the 5:30pm show", TIME)
+    assert stated("start", "2023-04-03", "from April 3rd to April 5th 2023", DATE)  # a year-less date: any year
+    assert not stated("start", "2023-04-01", "from April 3rd to April 5th 2023", DATE)
+    assert not stated("start", "2023-04-03", "from April 3rd", None)  # without the schema: words only ("04" unsaid)
+
+
+@pytest.mark.parametrize("name, schema, request_text, value", [
+    ("standardize", {"type": "boolean"}, "Also apply standardization.", True),
+    ("include_human_impact", {"type": "boolean"}, "growth for 5 years including human impact", True),
+    ("smoking_allowed", {"type": "boolean"}, "I'm looking for a non-smoking room", False),
+    ("avoid_tolls", {"type": "boolean"}, "the fastest route with toll roads avoided", True),
+    ("has_laundry_service", {"type": "string", "enum": ["True", "False", "dontcare"]}, "with laundry service", "True"),
+    ("free_entry", {"type": "string", "enum": ["True", "False"]}, "nothing that is not free", "False"),
+    ("recursive", {"type": "boolean"}, "list all files", None),
+    ("include_hidden", {"type": "boolean"}, "list all files, including the ones in subdirectories", None),
+    ("units", {"type": "string"}, "in metric units", None),  # not a flag
+])
+def test_a_flag_the_request_names_takes_its_value_from_the_request(name, schema, request_text, value):
+    assert flag_in_request(name, schema, request_text) == value
+
+
+def test_named_flags_are_set_even_when_the_model_left_them_out():
+    schema = {"type": "object", "properties": {"predictors": {"type": "array"}, "standardize": {"type": "boolean"},
+                                               "verbose": {"type": "boolean"}}, "required": ["predictors"]}
+    out = normalise_arguments({"predictors": ["Age"], "standardize": False}, schema, "Regress on Age, apply standardization")
+    assert out == {"predictors": ["Age"], "standardize": True}
+    assert normalise_arguments({"predictors": ["Age"]}, schema, "Regress on Age") == {"predictors": ["Age"]}
+
+
+@pytest.mark.parametrize("name, schema, request_text, expected", [
+    ("number_of_adults", {"type": "integer"}, "a house for 2 adults", True),
+    ("mode", {"type": "string", "enum": ["driving", "transit"]}, "Rome by transit", True),
+    ("units", {"type": "string", "description": "'metric' for Celsius or 'imperial' for Fahrenheit"}, "in imperial", True),
+    ("show_time", TIME, "tickets for the 5:30pm show", True),
+    ("year", {"type": "integer"}, "the crime rate in 2020", True),
+    ("year", {"type": "integer"}, "the crime rate in Oslo", False),
+    ("sort_order", {"type": "string", "enum": ["asc", "desc"]}, "which alarms are set for user 789", False),
+])
+def test_optional_parameters_the_request_mentions(name, schema, request_text, expected):
+    assert mentioned(name, schema, request_text) is expected
+
+
+def test_a_value_cut_off_inside_a_quoted_span_is_completed():
+    assert whole_quote("Son", "news about `Son's latest goal`") == "Son's latest goal"
+    assert whole_quote("Son", "news about 'Son's latest goal' today") == "Son's latest goal"
+    assert whole_quote("Paris", "trips to 'Paris in spring'") == "Paris"  # a whole word, not a cut-off
+    schema = {"type": "object", "properties": {"keyword": {"type": "string"}}, "required": ["keyword"]}
+    assert normalise_arguments({"keyword": "Son"}, schema, "news about `Son's latest goal`") == {"keyword": "Son's latest goal"}

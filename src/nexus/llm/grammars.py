@@ -65,16 +65,21 @@ CITY_STATE_PATTERN = "^[A-Z][A-Za-z .'-]*, [A-Z]{2}$"
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
-    follow from the description alone — a 'City, State' format as a pattern, and (given the request) each
+    follow from the description alone — a 'City, State' format as a pattern, and (given the request) every
+    optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, and each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
     stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Validation still checks
     the tool's own schema; this only narrows what the model may write."""
-    from nexus.llm.values import request_numbers
+    from nexus.llm.values import mentioned, request_numbers
 
     out = normalise_schema(schema)
     props = out.get("properties") if isinstance(out.get("properties"), dict) else {}
     numbers = sorted(request_numbers(request)) if request else []
     required = set(out.get("required") or [])
+    if request:  # an optional parameter the request talks about is written (the model stops after the required ones)
+        promoted = [n for n, sub in props.items() if n not in required and isinstance(sub, dict) and mentioned(n, sub, request)]
+        if promoted:
+            out["required"] = [n for n in props if n in required or n in promoted]
     for name, sub in props.items():
         if not isinstance(sub, dict) or "enum" in sub or "pattern" in sub or "format" in sub:
             continue

@@ -56,6 +56,20 @@ ZONE_ALIASES = {
 }
 MONTHS = {m: i for i, m in enumerate(
     "jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+DATE_SPANS = re.compile(
+    rf"\b\d{{4}}[./-]\d{{1,2}}[./-]\d{{1,2}}\b|\b{_MONTH}\s+{_DAY}\b(?:,?\s*\d{{4}}\b)?"
+    rf"|\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s*\d{{4}}\b)?", re.I)
+TIME_SPANS = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b", re.I)
+YEAR = re.compile(r"\b(?:1[5-9]|20)\d\d\b")
+# Words of a parameter's name that say nothing about which parameter it is ("include_", "num_", "is_").
+NAME_FILLER = frozenset(
+    "include includes has have allow allowed enable enabled use with number num type show get filter max min the "
+    "for only flag value name ids avg average total count list".split())
+NEGATIONS = frozenset("no not non without dont don never exclude excluding excluded nor isn aren doesn".split())
+_QUOTED = re.compile(r"'([^']{1,40})'|\"([^\"]{1,40})\"")
+_NOT_A_CHOICE = frozenset(("true", "false", "dontcare", "none", "null", "", "all", "any", "default"))
 
 
 def words(text: str) -> list[str]:
@@ -169,6 +183,25 @@ def to_hh_mm(value: str) -> str | None:
 
 
 # -- is a value stated in the request? --------------------------------------------------------------
+def request_dates(request: str) -> set[str]:
+    """The dates the request states: `YYYY-MM-DD` for those with a year, `MM-DD` for those without.
+
+    >>> sorted(request_dates("from April 1 to April 30th 2023, or 2024.1.5"))
+    ['04-01', '2023-04-30', '2024-01-05']
+    """
+    found = set()
+    for span in DATE_SPANS.findall(request or ""):
+        iso = to_iso_date(span, today=date(2000, 1, 1))
+        if iso:
+            found.add(iso if YEAR.search(span) else iso[5:])
+    return found
+
+
+def request_times(request: str) -> set[str]:
+    """The clock times the request states, as 24-hour `HH:MM`."""
+    return {t for span in TIME_SPANS.findall(request or "") if (t := to_hh_mm(span))}
+
+
 def request_numbers(request: str) -> set[float]:
     found: set[float] = set()
     for token in _NUMBER.findall(request or ""):
@@ -181,14 +214,21 @@ def request_numbers(request: str) -> set[float]:
     return found
 
 
-def stated(name: str, value: Any, request: str) -> bool:
+def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None = None) -> bool:
     """Whether the request gives this value (or, for a flag, mentions the parameter): a string it contains or
-    whose words it uses, a number it names, a boolean whose parameter it talks about."""
+    whose words it uses, a number it names, a boolean whose parameter it talks about; with the `schema`, a date
+    or time in the schema's format that the request states in any spelling ("5:30pm" states `17:30`)."""
     said = {_stem(w) for w in words(request)}
     if isinstance(value, bool):
         return any(_stem(w) in said for w in words(name) if len(w) >= 4)
     if isinstance(value, (int, float)):
         return float(value) in request_numbers(request)
+    fmt = value_format(schema) if isinstance(value, str) and schema else None
+    if fmt == "date":
+        dates = request_dates(request)
+        return value in dates or value[5:] in dates
+    if fmt == "time":
+        return value in request_times(request)
     if isinstance(value, str):
         text = " ".join(words(value))
         if not text:
@@ -200,6 +240,79 @@ def stated(name: str, value: Any, request: str) -> bool:
     if isinstance(value, list):
         return any(stated(name, item, request) for item in value)
     return True  # objects: their fields are the model's structure, not a value to look up
+
+
+def _choices(schema: Mapping[str, Any]) -> list[str]:
+    """The values a string parameter (or a list's items) may take: its enum, else the quoted examples its
+    description gives ("'metric' or 'imperial'")."""
+    out: list[str] = []
+    items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+    for sub in (schema, items):
+        if isinstance(sub.get("enum"), list):
+            out += [v for v in sub["enum"] if isinstance(v, str)]
+    if not out and schema.get("type") in ("string", "array", None):
+        out += [a or b for a, b in _QUOTED.findall(str(schema.get("description", "")))]
+    return [o for o in out if o.strip().lower() not in _NOT_A_CHOICE]
+
+
+def _name_words(name: str) -> list[str]:
+    return [w for w in words(name) if len(w) >= 3 and w not in NAME_FILLER]
+
+
+def mentioned(name: str, schema: Mapping[str, Any], request: str) -> bool:
+    """Whether the request talks about an optional parameter, so the grammar should have the model write it (the
+    unstated-value filter still drops a value the request does not give): at least half of the words of its name,
+    one of its choices (enum or quoted examples), a date / time / year when it takes one.
+
+    >>> mentioned("has_laundry_service", {"type": "boolean"}, "a house with laundry service")
+    True
+    >>> mentioned("mode", {"type": "string", "enum": ["driving", "transit"]}, "by transit please")
+    True
+    >>> mentioned("show_time", {"type": "string", "description": "HH:MM"}, "for the 5:30pm show"), mentioned("year", {}, "in Paris")
+    (True, False)
+    """
+    said = {_stem(w) for w in words(request)}
+    own = _name_words(name)
+    if own and sum(_stem(w) in said for w in own) * 2 >= len(own):
+        return True
+    text = f" {' '.join(words(request))} "
+    if any(words(c) and f" {' '.join(words(c))} " in text for c in _choices(schema)):
+        return True
+    fmt = value_format(schema)
+    if fmt == "date" and request_dates(request) or fmt == "time" and request_times(request):
+        return True
+    return "year" in words(name) and schema.get("type") in ("integer", "number", "string") and bool(YEAR.search(request))
+
+
+def _flag_options(schema: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """(true, false) as the schema writes them: booleans, or an enum of "True"/"False" strings."""
+    if schema.get("type") == "boolean":
+        return True, False
+    enum = schema.get("enum")
+    if isinstance(enum, list) and "True" in enum and "False" in enum:
+        return "True", "False"
+    return None
+
+
+def flag_in_request(name: str, schema: Mapping[str, Any], request: str) -> Any:
+    """A flag's value when the request names it: true, or false when a negation ("no", "non-", "without", "don't")
+    stands just before the name's first word in the request; None when the request does not name it.
+
+    >>> flag_in_request("smoking_allowed", {"type": "boolean"}, "a non-smoking room, please")
+    False
+    >>> flag_in_request("standardize", {"type": "boolean"}, "Also apply standardization."), flag_in_request("recursive", {"type": "boolean"}, "list it")
+    (True, None)
+    """
+    options = _flag_options(schema)
+    own = [_stem(w) for w in _name_words(name)]
+    if options is None or not own:
+        return None
+    said = words(request)
+    hits = [i for i, w in enumerate(said) if _stem(w) in own]
+    if len({_stem(said[i]) for i in hits}) * 2 < len(own):
+        return None
+    before = said[max(0, hits[0] - 3):hits[0]]
+    return options[1] if any(w in NEGATIONS for w in before) else options[0]
 
 
 # -- the pass over one call's arguments ---------------------------------------------------------------
@@ -220,6 +333,24 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
+QUOTE_SPANS = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'(.+?)'(?!\w)")
+
+
+def whole_quote(value: str, request: str) -> str:
+    """The whole quoted span of the request when `value` is a cut-off start of it (a small model stops at the
+    apostrophe of "`Son's latest goal`"); `value` otherwise.
+
+    >>> whole_quote("Son", "news about `Son's latest goal` please"), whole_quote("Paris", "'Paris in spring'")
+    ("Son's latest goal", 'Paris')
+    """
+    for groups in QUOTE_SPANS.findall(request or ""):
+        span = next(g for g in groups if g)
+        if len(value) < len(span) and span.startswith(value) and not span[len(value)].isalnum() \
+                and not span[len(value)].isspace():
+            return span
+    return value
+
+
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
                         drop_unstated: bool = True) -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
@@ -230,7 +361,14 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
     for name, value in arguments.items():
         sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
         value = normalise_value(name, sub, value)
-        if drop_unstated and name not in required and not stated(name, value, request):
+        if isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
+            value = whole_quote(value, request)
+        if drop_unstated and name not in required and not stated(name, value, request, sub):
             continue
         out[name] = value
+    if drop_unstated:  # a flag the request names is set from the request, also when the model left it out
+        for name, sub in props.items():
+            flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None
+            if flag is not None:
+                out[name] = flag
     return out
