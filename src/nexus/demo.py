@@ -42,6 +42,7 @@ class DemoTurn:
     server: str | None          # where the call went (None: answered, invalid, or a catalogue-only tool)
     result: str | None
     error: str | None
+    arguments: dict[str, Any] | None = None   # what went to the server: the model's arguments plus the pinned ones
 
 
 def turn_row(turn: DemoTurn) -> dict[str, Any]:
@@ -55,7 +56,8 @@ def turn_row(turn: DemoTurn) -> dict[str, Any]:
     return {
         "request": turn.request, "decision": decision.action.value, "path": call.path.value,
         "p": round(float(decision.p_no_tool if no_tool else decision.p_top1), 4),
-        "tool": call.tool, "server": turn.server, "arguments": call.arguments, "valid": call.valid,
+        "tool": call.tool, "server": turn.server, "arguments": turn.arguments if turn.arguments is not None else call.arguments,
+        "valid": call.valid,
         "result": turn.result, "error": turn.error, "answer": call.answer,
         "ttfat_ms": None if routed.timings.ttfat_ms is None else round(routed.timings.ttfat_ms, 1),
         "total_ms": round(routed.timings.total_ms, 1), "context_tokens": routed.context_tokens,
@@ -86,16 +88,50 @@ def scale_registry_tools(data_dir: Path, live_names: set[str]) -> list[tuple[str
     return sources
 
 
+def pinned_arguments(workspace: Path) -> dict[str, dict[str, Any]]:
+    """Arguments the demo's own server setup fixes, by server: mcp-server-git serves the one repository it was
+    started on (`--repository`), so every git tool's `repo_path` is the demo's to fill, not the model's (a user
+    says "show the last 3 commits", not the path of the repository)."""
+    return {"git": {"repo_path": str(Path(workspace).resolve() / "repo")}}
+
+
+def unpinned(tool: Any, pins: dict[str, Any]) -> Any:
+    """`tool` with the pinned parameters taken out of the schema the model sees (they are added back at call time).
+
+    >>> from nexus.registry import Tool
+    >>> t = Tool("git_log", "Shows the commit logs", {"type": "object", "properties": {"repo_path": {"type": "string"},
+    ...     "max_count": {"type": "integer"}}, "required": ["repo_path"]}, "git")
+    >>> unpinned(t, {"repo_path": "/r"}).input_schema
+    {'type': 'object', 'properties': {'max_count': {'type': 'integer'}}, 'required': []}
+    """
+    from dataclasses import replace
+
+    schema = dict(tool.input_schema)
+    props = schema.get("properties")
+    if not isinstance(props, dict) or not any(name in props for name in pins):
+        return tool
+    schema["properties"] = {name: sub for name, sub in props.items() if name not in pins}
+    if isinstance(schema.get("required"), list):
+        schema["required"] = [name for name in schema["required"] if name not in pins]
+    return replace(tool, input_schema=schema)
+
+
 async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str], *,
                    extra_sources: Callable[[set[str]], list] = lambda names: [],
-                   step: Callable[[str], None] = lambda what: None) -> tuple[list[DemoTurn], int, dict[str, str]]:
+                   step: Callable[[str], None] = lambda what: None,
+                   pins: dict[str, dict[str, Any]] | None = None) -> tuple[list[DemoTurn], int, dict[str, str]]:
     """Start `servers` through the facade (`nexus.Nexus`), add the catalogue sources, route and call every
-    request; returns (turns, tools, server errors)."""
+    request; returns (turns, tools, server errors). `pins` (by server): arguments the setup fixes, hidden from
+    the model and added to every call of that server's tools (`pinned_arguments`)."""
     from nexus.errors import ServerError
 
+    pins = pins or {}
     step("starting MCP servers")
     async with nexus.connect(servers, sync=False):
         hub, registry = nexus.hub, nexus.registry
+        for server, fixed in pins.items():
+            if server in hub.servers and fixed:
+                registry.set_source(server, [unpinned(t, fixed) for t in registry.source_tools(server)])
         failed = {name: str(s.error) for name, s in hub.statuses.items() if not s.ok}
         sources = extra_sources({t.name for t in hub.tools()})
         total = len(registry) + sum(len(tools) for _, tools in sources)
@@ -122,13 +158,14 @@ async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str],
             step(f"turn {number}/{len(requests)}: {request[:50]}")
             routed = nexus.respond_turn(request, history[-2:])
             call = routed.call
-            server = result = error = None
+            server = result = error = sent = None
             if call.tool is not None and call.valid:
                 tool = registry.get(call.tool)
                 if tool.origin in hub.servers:
                     server = tool.origin
+                    sent = {**call.arguments, **pins.get(server, {})}
                     try:
-                        result = await nexus.call(call.tool, call.arguments)
+                        result = await nexus.call(call.tool, sent)
                     except ServerError as exc:
                         error = str(exc)
                 else:
@@ -137,7 +174,7 @@ async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str],
                 error = "; ".join(call.errors) or "no valid call"
             elif call.tool is not None:
                 error = "invalid arguments: " + "; ".join(call.errors)
-            turns.append(DemoTurn(request, routed, server, result, error))
+            turns.append(DemoTurn(request, routed, server, result, error, sent))
             history.append(routed.exchange(result if result is not None else error))
         return turns, len(registry), failed
 

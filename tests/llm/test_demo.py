@@ -61,6 +61,28 @@ def test_a_server_error_is_shown_not_raised(tmp_path):
     assert turns[0].result is None and "Mars/Olympus" in turns[0].error
 
 
+GIT_SERVER = TIME_SERVER.parents[2] / "mcp-server-git" / "bin" / "mcp-server-git"
+
+
+@pytest.mark.skipif(not GIT_SERVER.exists(), reason="run `bash scripts/install_servers.sh .servers` first")
+def test_pinned_arguments_are_hidden_from_the_model_and_sent_to_the_server(tmp_path):
+    """mcp-server-git serves the one repository the demo started it on: the model never writes `repo_path`."""
+    from nexus.demo import _demo_git_repo, pinned_arguments
+    from nexus.registry.servers import parse_servers_config
+
+    _demo_git_repo(tmp_path / "repo")
+    servers = parse_servers_config({"mcpServers": {"git": {"command": str(GIT_SERVER),
+                                                           "args": ["--repository", str(tmp_path / "repo")]}}}, "test")
+    backend = ScriptedBackend(arguments=['{"max_count": 1}'], choices=["git_log"])
+    nexus = facade(tmp_path, backend, lambda slb, reg: ScoreGate(slb, no_tool_below=-1.0))
+    turns, _, failed = anyio.run(lambda: run_demo(nexus, servers, ["Show the commit logs, 1 entry"], pins=pinned_arguments(tmp_path)))
+    assert failed == {}
+    turn, call = turns[0], turns[0].routed.call
+    assert call.tool == "git_log" and call.valid and call.arguments == {"max_count": 1}  # valid without repo_path
+    assert turn.error is None and "Initial commit" in turn.result
+    assert turn.arguments == {"max_count": 1, "repo_path": str((tmp_path / "repo").resolve())}
+
+
 def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
     """No gate anywhere: the demo trains one (self-supervised here: no BFCL folder), keeps it, loads it next time."""
     import torch

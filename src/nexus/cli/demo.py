@@ -127,7 +127,7 @@ def demo(
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # else every index build is logged
     from nexus.config import Settings
-    from nexus.demo import DEMO_REQUESTS, demo_gate, demo_servers_config, run_demo, scale_registry_tools
+    from nexus.demo import DEMO_REQUESTS, demo_gate, demo_servers_config, pinned_arguments, run_demo, scale_registry_tools
     from nexus.errors import NexusError
     from nexus.nexus import Nexus
     from nexus.registry.servers import parse_servers_config
@@ -154,7 +154,8 @@ def demo(
             def extra(live_names: set[str]) -> list:
                 return scale_registry_tools(settings.data_dir, live_names) if scale and settings.data_dir.exists() else []
 
-            turns, n_tools, failed = anyio.run(lambda: run_demo(nexus, servers, requests, extra_sources=extra, step=step))
+            turns, n_tools, failed = anyio.run(lambda: run_demo(nexus, servers, requests, extra_sources=extra, step=step,
+                                                                          pins=pinned_arguments(workspace)))
         except NexusError as exc:
             err.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(1) from None
