@@ -67,3 +67,18 @@ def test_optional_parameters_the_request_mentions_must_be_written():
     assert "enum" not in shaped["properties"]["number_of_adults"]  # promoted, not required: its number stays free
     assert grammar_schema(schema, "A house in Austin")["required"] == ["where_to"]
     assert schema["required"] == ["where_to"]                      # the tool's own schema is untouched
+
+
+def test_required_zones_times_dates_and_paths_come_from_the_request():
+    schema = {"type": "object", "properties": {
+        "source_timezone": {"type": "string", "description": "IANA timezone name"},
+        "target_timezone": {"type": "string", "description": "IANA timezone name"},
+        "time": {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"},
+        "day": {"type": "string", "format": "date"}, "path": {"type": "string"}, "note": {"type": "string"}},
+        "required": ["source_timezone", "target_timezone", "time", "day", "path", "note"]}
+    props = grammar_schema(schema, "Convert 3pm London time to Tokyo time on April 3rd 2024, log it to out/log.txt")["properties"]
+    assert props["source_timezone"]["enum"] == props["target_timezone"]["enum"] == ["Europe/London", "Asia/Tokyo"]
+    assert props["time"]["enum"] == ["15:00"] and props["day"]["enum"] == ["2024-04-03"] and "format" not in props["day"]
+    assert props["path"]["enum"] == ["out/log.txt"] and "enum" not in props["note"]  # free text stays free
+    free = grammar_schema(schema, "convert the time for me")["properties"]  # nothing stated: nothing narrowed
+    assert not any("enum" in sub for sub in free.values()) and free["day"]["format"] == "date"

@@ -66,7 +66,8 @@ CITY_STATE_PATTERN = "^[A-Z][A-Za-z .'-]*, [A-Z]{2}$"
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, and (given the request) every
-    optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, and each
+    optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, each required time
+    zone, clock time, date or file path taken from those the request states (`_stated_choices`), and each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
     stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Validation still checks
     the tool's own schema; this only narrows what the model may write."""
@@ -81,7 +82,14 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
         if promoted:
             out["required"] = [n for n in props if n in required or n in promoted]
     for name, sub in props.items():
-        if not isinstance(sub, dict) or "enum" in sub or "pattern" in sub or "format" in sub:
+        if not isinstance(sub, dict) or "enum" in sub or "pattern" in sub:
+            continue
+        stated = _stated_choices(name, sub, request) if request and name in required else []
+        if stated:
+            sub["enum"] = stated
+            sub.pop("format", None)
+            continue
+        if "format" in sub:
             continue
         kind = sub.get("type")
         if kind == "string" and CITY_STATE.search(str(sub.get("description", ""))) and \
@@ -94,6 +102,25 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             if options:
                 sub["enum"] = options
     return out
+
+
+def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
+    """The values a required string parameter can take from the request, when it asks for a kind of value the
+    request states: its time zones (a zone parameter), clock times (HH:MM), dates (YYYY-MM-DD) or file paths."""
+    from nexus.llm import values
+
+    if schema.get("type") not in ("string", None):
+        return []
+    if values.is_zone_parameter(name, schema):
+        return values.request_zones(request)
+    fmt = "date" if schema.get("format") == "date" else values.value_format(schema)
+    if fmt == "time":
+        return sorted(values.request_times(request))
+    if fmt == "date":
+        return values.request_full_dates(request)
+    if values.is_path_parameter(name, schema):
+        return values.request_paths(request)
+    return []
 
 
 def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None) -> str:

@@ -197,9 +197,62 @@ def request_dates(request: str) -> set[str]:
     return found
 
 
+def request_full_dates(request: str) -> list[str]:
+    """The request's dates as `YYYY-MM-DD`; a date without a year takes the year of the others when they state
+    one year ("April 3rd to April 5th 2023"); [] when a year is missing and cannot be told.
+
+    >>> request_full_dates("from April 3rd to April 5th 2023"), request_full_dates("on March 7th")
+    (['2023-04-03', '2023-04-05'], [])
+    """
+    found = request_dates(request)
+    years = {d[:4] for d in found if len(d) == 10}
+    if any(len(d) == 5 for d in found) and len(years) != 1:
+        return []
+    return sorted(d if len(d) == 10 else f"{next(iter(years))}-{d}" for d in found)
+
+
 def request_times(request: str) -> set[str]:
     """The clock times the request states, as 24-hour `HH:MM`."""
     return {t for span in TIME_SPANS.findall(request or "") if (t := to_hh_mm(span))}
+
+
+_PLACE = re.compile(r"\b[A-Z][A-Za-z]+/[A-Za-z_/+-]+|\b[A-Z][A-Za-z.'-]*(?:[ _][A-Z][A-Za-z.'-]*){0,2}")
+_PATH = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"`]+|(?<![\w/])(?:[A-Za-z]:|~|\.{1,2})?/?(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,5}(?![\w/])"
+                   r"|(?<![\w.:])(?:[A-Za-z]:|~|\.{1,2})?/[\w./-]+")
+PATH_NAME = re.compile(r"(^|_)(path|file|filename|dir|directory|folder)s?$", re.I)
+
+
+def request_zones(request: str) -> list[str]:
+    """The IANA zones of the places, zone names and abbreviations the request writes with a capital (a city, a
+    country, "PST", "Europe/Paris"), in the order it names them; lower-case words are left out ("wake", "easter"
+    and "davis" are zone cities too).
+
+    >>> request_zones("Convert 3pm London time to Tokyo time"), request_zones("what time is it in UTC?")
+    (['Europe/London', 'Asia/Tokyo'], ['UTC'])
+    """
+    found: list[str] = []
+    for span in _PLACE.findall(request or ""):
+        parts = span.split()
+        # the longest run of capitalised words that names a zone: "New York", then "York"
+        for i in range(len(parts)):
+            zone = next((z for j in range(len(parts), i, -1) if (z := to_zone(" ".join(parts[i:j])))), None)
+            if zone and zone not in found:
+                found.append(zone)
+                break
+    return found
+
+
+def request_paths(request: str) -> list[str]:
+    """File and folder paths the request writes: with a slash, or a file name with an extension ("notes.txt").
+
+    >>> request_paths("Read notes.txt and /tmp/a/b.csv, version 2.5 please")
+    ['notes.txt', '/tmp/a/b.csv']
+    """
+    return [p for p in dict.fromkeys(_PATH.findall(request or "")) if not re.fullmatch(r"[\d.]+", p)]
+
+
+def is_path_parameter(name: str, schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") in ("string", None) and "enum" not in schema and bool(PATH_NAME.search(name))
 
 
 def request_numbers(request: str) -> set[float]:
