@@ -6,8 +6,9 @@ from datetime import date
 
 import pytest
 
-from nexus.llm.values import (flag_in_request, is_zone_parameter, mentioned, normalise_arguments, normalise_value,
-                              request_dates, stated, to_hh_mm, to_iso_date, to_zone, value_format, whole_quote)
+from nexus.llm.values import (flag_in_request, is_path_parameter, is_zone_parameter, mentioned, normalise_arguments,
+                              normalise_value, request_dates, request_full_dates, request_paths, request_zones, stated,
+                              to_hh_mm, to_iso_date, to_zone, value_format, whole_quote)
 
 ZONE = {"type": "string", "description": "IANA timezone name (e.g., 'America/New_York', 'Europe/London')."}
 
@@ -154,3 +155,23 @@ def test_a_value_cut_off_inside_a_quoted_span_is_completed():
     assert whole_quote("Paris", "trips to 'Paris in spring'") == "Paris"  # a whole word, not a cut-off
     schema = {"type": "object", "properties": {"keyword": {"type": "string"}}, "required": ["keyword"]}
     assert normalise_arguments({"keyword": "Son"}, schema, "news about `Son's latest goal`") == {"keyword": "Son's latest goal"}
+
+
+@pytest.mark.parametrize("request_text, zones", [
+    ("If it's 9am in New York, what time is it in Paris?", ["America/New_York", "Europe/Paris"]),
+    ("time for the timezone 'America/Los_Angeles'", ["America/Los_Angeles"]),
+    ("Meeting at 10 PST, what is that in Berlin?", ["America/Los_Angeles", "Europe/Berlin"]),
+    ("what time is it in paris", []),        # lower case: not trusted ("wake", "easter" are zone cities too)
+    ("Thanks, That's All", []),
+])
+def test_request_zones_in_the_order_named(request_text, zones):
+    assert request_zones(request_text) == zones
+
+
+def test_request_paths_and_dates_as_a_grammar_can_offer_them():
+    assert request_paths("open https://x.org/a.html, C:/data/cars.csv and ./notes.md, not 3.14") == \
+        ["https://x.org/a.html", "C:/data/cars.csv", "./notes.md"]
+    assert request_full_dates("from the 1st of May to May 3rd, 2024") == ["2024-05-01", "2024-05-03"]
+    assert request_full_dates("May 1st 2023 or June 2nd 2024, or July 4th") == []  # which year for July 4th?
+    assert is_path_parameter("repo_path", {"type": "string"}) and is_path_parameter("file", {"type": "string"})
+    assert not is_path_parameter("pathway", {"type": "string"}) and not is_path_parameter("path", {"type": "integer"})

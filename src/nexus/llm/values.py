@@ -248,7 +248,8 @@ def request_paths(request: str) -> list[str]:
     >>> request_paths("Read notes.txt and /tmp/a/b.csv, version 2.5 please")
     ['notes.txt', '/tmp/a/b.csv']
     """
-    return [p for p in dict.fromkeys(_PATH.findall(request or "")) if not re.fullmatch(r"[\d.]+", p)]
+    found = (p.rstrip(".,;:!?)") for p in _PATH.findall(request or ""))
+    return [p for p in dict.fromkeys(found) if p and not re.fullmatch(r"[\d.]+", p)]
 
 
 def is_path_parameter(name: str, schema: Mapping[str, Any]) -> bool:
