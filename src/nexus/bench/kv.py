@@ -147,6 +147,7 @@ class KVBench:
     def warm(self, history: list[int]) -> None:
         self.ctx.drop(WARM)
         self.ctx.drop(PIN)
+        self.ctx.drop(PREFIX)  # no stale header copy owned by one sequence (its cells would be reused out of order)
         self.ctx.decode(self.prefix + history, WARM, 0, cuts=[len(self.prefix)])  # the header alone, as prefill does
         self.ctx.seq_cp(WARM, PIN)
 

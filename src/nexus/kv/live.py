@@ -139,6 +139,9 @@ class KVBlocks:
             ctx.decode(tokens[keep:], seq, keep, cuts)
             computed += len(tokens) - keep
         self.injections += len(drifts)
+        # between prompts only the live sequence holds cells, as without blocks: a header copy left pinned here
+        # would change where llama.cpp puts the next cells (and so, in the last bits, what they compute)
+        ctx.drop(self.compiler.prefix_seq)
         if reference is not None:
             logits = ctx.logits()
             record = {"drift_max": max(drifts, default=0), "blocks": len(drifts), "injected": injected,

@@ -103,7 +103,7 @@ class LlamaCppBackend:
             if self.model.n_ctx_train:
                 cells = min(cells, max(self.model.n_ctx_train, n_ctx))
             self.context = KVContext(self.model, n_ctx=cells, n_seq_max=max(n_seq_max, 2), n_batch=n_batch,
-                                     n_threads=n_threads, flash_attn=flash_attn)
+                                     n_threads=n_threads, flash_attn=flash_attn, pinned=seq)
         except BaseException:
             self.model.close()
             raise

@@ -135,7 +135,7 @@ class KVContext:
     """
 
     def __init__(self, model: GGUFModel, *, n_ctx: int, n_seq_max: int = 2, n_batch: int = 512,
-                 n_threads: int = 2, flash_attn: bool = False):
+                 n_threads: int = 2, flash_attn: bool = False, pinned: int | None = None):
         L = _lib()
         if n_seq_max < 1:
             raise ModelError("n_seq_max must be >= 1")
@@ -143,7 +143,12 @@ class KVContext:
         params.n_ctx = n_ctx
         params.n_batch = n_batch
         params.n_ubatch = n_batch
-        params.n_seq_max = n_seq_max
+        # `pinned`: every cell of that sequence is also owned by a hidden partner (one more sequence). llama.cpp's
+        # SWA cache reuses a cell owned by one sequence once it slid out of that sequence's window (even with
+        # swa_full), so the next tokens land in old cells, out of position order — and the order of the cells a
+        # token attends to changes its result in the last bits (a prefix cache also wants those cells kept)
+        self.pinned, self._partner = pinned, (n_seq_max if pinned is not None else None)
+        params.n_seq_max = n_seq_max + int(pinned is not None)
         params.n_threads = n_threads
         params.n_threads_batch = n_threads
         params.kv_unified = True                      # every sequence may use the whole window
@@ -159,9 +164,9 @@ class KVContext:
         self.n_seq_max = n_seq_max
         # what a saved sequence state depends on besides the model (flash attention stores V untransposed)
         self.layout = f"fa{int(flash_attn)}-swafull{int(params.swa_full)}"
-        self._batch = L.llama_batch_init(n_batch, 0, n_seq_max)
+        self._batch = L.llama_batch_init(n_batch, 0, n_seq_max + 1)
         self._tokens: dict[int, list[int]] = {seq: [] for seq in range(n_seq_max)}
-        self._logits_ready = False
+        self._logits_ready, self._logits_seq = False, None
         model._contexts.append(self)
 
     def tokens(self, seq: int) -> list[int]:
@@ -190,6 +195,9 @@ class KVContext:
                 batch.pos[i] = pos + start + i
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = seq
+                if seq == self.pinned:
+                    batch.n_seq_id[i] = 2
+                    batch.seq_id[i][1] = self._partner
                 batch.logits[i] = False
             batch.logits[len(chunk) - 1] = stop == len(tokens)  # the vocabulary head only after the last token
             rc = L.llama_decode(self.ptr, batch)
@@ -197,9 +205,11 @@ class KVContext:
                 self._logits_ready = False
                 # a failed batch may have left part of itself in the KV: drop everything past the record
                 L.llama_memory_seq_rm(self.memory, seq, len(held), -1)
+                if seq == self.pinned:
+                    L.llama_memory_seq_rm(self.memory, self._partner, len(held), -1)
                 raise ModelError(f"llama_decode failed with code {rc} (KV cache full or invalid batch)")
             held.extend(chunk)
-        self._logits_ready = bool(tokens)
+        self._logits_ready, self._logits_seq = bool(tokens), seq
 
     def logits(self) -> np.ndarray:
         """Logits after the last decoded token (a view valid until the next decode)."""
@@ -218,6 +228,8 @@ class KVContext:
             raise ModelError("removing from the middle of a sequence needs seq_add to close the gap; trim a suffix")
         if not _lib().llama_memory_seq_rm(self.memory, seq, p0, p1):
             raise ModelError(f"llama.cpp refused to remove positions [{p0}, {p1}) of sequence {seq}")
+        if seq == self.pinned:
+            _lib().llama_memory_seq_rm(self.memory, self._partner, p0, p1)
         del held[p0:end]
         self._logits_ready = False
 
@@ -227,11 +239,15 @@ class KVContext:
         n = len(held) if n < 0 else min(n, len(held))
         self.seq_rm(dst)
         _lib().llama_memory_seq_cp(self.memory, src, dst, 0, n)
+        if dst == self.pinned:
+            _lib().llama_memory_seq_cp(self.memory, src, self._partner, 0, n)
         self._tokens[dst] = list(held[:n])
 
     def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
         """Shift positions [p0, p1) of `seq` by `delta` (RoPE is re-rotated by llama.cpp)."""
         _lib().llama_memory_seq_add(self.memory, seq, p0, p1, delta)
+        if seq == self.pinned:
+            _lib().llama_memory_seq_add(self.memory, self._partner, p0, p1, delta)
         self._logits_ready = False
 
     def seq_pos_max(self, seq: int) -> int:
@@ -252,6 +268,8 @@ class KVContext:
         buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         if L.llama_state_seq_set_data(self.ptr, buf, len(data), seq) == 0:
             raise ModelError(f"llama.cpp could not restore sequence {seq} (state from another model or context?)")
+        if seq == self.pinned:
+            L.llama_memory_seq_cp(self.memory, seq, self._partner, 0, -1)
         self._tokens[seq] = list(tokens)
 
     # -- spans: compiled blocks that sit at positions p0.. of a sequence, not from 0 ------------------
@@ -287,14 +305,19 @@ class KVContext:
         if p0 != len(held) or p1 - p0 != len(tokens):
             raise ModelError(f"sequence {dst} holds {len(held)} tokens; cannot append {len(tokens)} at [{p0}, {p1})")
         _lib().llama_memory_seq_cp(self.memory, src, dst, p0, p1)
+        if dst == self.pinned:
+            _lib().llama_memory_seq_cp(self.memory, src, self._partner, p0, p1)
         held.extend(tokens)
         self._logits_ready = False
 
     def drop(self, seq: int) -> None:
-        """Empty `seq`, whatever it holds (also a span)."""
+        """Empty `seq`, whatever it holds (also a span); logits of another sequence's last decode stay valid."""
         _lib().llama_memory_seq_rm(self.memory, seq, -1, -1)
+        if seq == self.pinned:
+            _lib().llama_memory_seq_rm(self.memory, self._partner, -1, -1)
         self._tokens[seq] = []
-        self._logits_ready = False
+        if seq == self._logits_seq:
+            self._logits_ready = False
 
     def clear(self) -> None:
         _lib().llama_memory_clear(self.memory, True)
