@@ -82,11 +82,11 @@ class KVSettings(BaseSettings):
     dir: Path | None = Field(None, description="block folder; default <cache_dir>/kv")
     budget_mb: int = Field(512, description="disk budget of the block folder (least recently used blocks evicted)")
     audit: bool = Field(False, description="re-prefill every injected prompt too and log top-1 / KL against it and the batch noise floor (slow)")
-    # defaults chosen with `nexus bench kv --seed 0` (dev cases; the README reports seed 1): EPIC's first-token
-    # re-decode beat the suffix re-decode at every drift, 32 tokens kept KL within 2x the noise floor up to drift 64
-    # and nothing short of a re-prefill did at 256
+    # threshold 0 (every block off its anchor re-prefilled, with what follows it: exactly the plain path) chosen on
+    # dev split D1 (`nexus bench kv --tools D1/tools.json --limit 6`, README): EPIC's first 32 tokens were 2-15x the
+    # noise floor at drift 16-256 and flipped top-1 on 1 of 3 shortlists; the suffix re-decode was worse
     repair: str = Field("epic", description="repair method off the anchor: epic (re-decode the block's first r tokens) | suffix (its last r)")
-    threshold: int = Field(64, description="drift (positions off the anchor) beyond which a block is re-prefilled")
+    threshold: int = Field(0, description="drift (positions off the anchor) beyond which a block is re-prefilled")
     per_token: float = Field(0.0, description="repair depth r = max(min_tokens, ceil(per_token * drift))")
     min_tokens: int = Field(32, description="least tokens re-decoded off the anchor")
 
