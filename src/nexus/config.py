@@ -75,9 +75,9 @@ class KVSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="NEXUS_KV_", extra="ignore")
 
-    # off by default since the end of session 3: with blocks on, the router's calls differed from the plain path on
-    # one free-text argument of tests/kv/test_live.py (greedy decoding over a KL ~2x the noise floor at the anchor),
-    # and one dev run ended in "KV cache full" on a 43-schema FALLBACK (cells now reserved, not re-verified).
+    # off by default since session 3 (calls differed from the plain path on a free-text argument; a dev run ended in
+    # "KV cache full"). Session 4 made blocks exact at the anchor (prefill in the compiler's units, pinned cells) and
+    # a prompt never fails because of them; the flip waits for on == off per query on dev split D1 (README).
     blocks: Literal["on", "off"] = Field("off", description="inject compiled KV blocks for routed schemas and shortlist signatures (llama.cpp backend; `on` to use them)")
     dir: Path | None = Field(None, description="block folder; default <cache_dir>/kv")
     budget_mb: int = Field(512, description="disk budget of the block folder (least recently used blocks evicted)")
