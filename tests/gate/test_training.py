@@ -291,3 +291,28 @@ def test_the_segment_cosine_gate_can_start_from_a_compact_tuned_embedder(tmp_pat
     ours = start.network["encoder"].encoder.layer[0].output.dense.bias
     assert torch.allclose(ours, tuned.encoder.layer[0].output.dense.bias.half().float())
     assert not torch.allclose(ours, packaged.network["encoder"].encoder.layer[0].output.dense.bias)
+
+
+def test_recalibrate_rebuilds_the_calibration_split_and_may_score_more_of_it(tmp_path):
+    """`nexus gate calibrate`: from the training data and the saved config the same split is rebuilt (same
+    calibration); a larger `max_calibration_turns` scores more of it and is recorded in the header."""
+    import torch
+
+    from nexus.gate.training import TrainConfig, recalibrate, train_gate
+    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+    torch.set_num_threads(1)
+    reg, turns = _synthetic_registry()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    config = TrainConfig(max_length=48, max_steps=2, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.3, k=6,
+                         max_calibration_turns=10, calibration_sizes=(24,))
+    model, _ = train_gate(reg, slb, turns, self_supervised=False, config=config, out_dir=tmp_path / "gate")
+    again = recalibrate(tmp_path / "gate", reg, slb, turns)
+    assert again.calibration.fusion == pytest.approx(model.calibration.fusion, abs=1e-6)
+    assert again.calibration.report["n_relevant"] == model.calibration.report["n_relevant"] == 10
+    more = recalibrate(tmp_path / "gate", reg, slb, turns, max_calibration_turns=None)
+    assert more.calibration.report["n_relevant"] > 10
+    header = GateModel.read_header(tmp_path / "gate")
+    assert header.training["config"]["max_calibration_turns"] is None
+    assert header.training["n_calibration"] == more.calibration.report["n_turns"]

@@ -128,6 +128,8 @@ def calibrate(
     skip_source: List[str] = typer.Option([], help="the --skip-source names it was trained with"),
     max_per_source: Optional[int] = typer.Option(None, help="the --max-per-source it was trained with"),
     seed: int = typer.Option(0, help="the --seed it was trained with"),
+    max_calibration: Optional[int] = typer.Option(None, help="replace the saved cap on calibration turns per class "
+                                                  "(0: no cap); default: the cap it was trained with"),
 ) -> None:
     """Refit calibration and thresholds of a saved model on its own held-out calibration split (give the data
     arguments it was trained with; the split is rebuilt from them and the saved config)."""
@@ -138,7 +140,8 @@ def calibrate(
     gs = settings.gate
     _threads(gs.threads)
     registry, turns = _training_data(tools, queries, data, exclude, skip_source, max_per_source, seed)
-    refitted = recalibrate(model, registry, _slb(registry, settings), turns)
+    cap = {} if max_calibration is None else {"max_calibration_turns": max_calibration or None}
+    refitted = recalibrate(model, registry, _slb(registry, settings), turns, **cap)
     print(json.dumps({"model": str(model), "calibration": refitted.calibration.report}, indent=2, default=str))
 
 
