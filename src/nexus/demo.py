@@ -31,6 +31,7 @@ DEMO_REQUESTS: tuple[tuple[str, str], ...] = (
     ("memory", "Search my knowledge graph for notes about Alice"),
     ("", "Thanks, that's all for today!"),
 )
+SERVER_STARTUP_S = 120.0  # the demo's servers start together with the models loading: allow for a busy machine
 INDEX_STEP = 64   # tools embedded between two progress lines on a first run
 SCALE_SOURCES = (("mcp", "livemcpbench", "tools.json"), ("mcp", "github-mcp-server"))
 
@@ -119,15 +120,18 @@ def unpinned(tool: Any, pins: dict[str, Any]) -> Any:
 async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str], *,
                    extra_sources: Callable[[set[str]], list] = lambda names: [],
                    step: Callable[[str], None] = lambda what: None,
-                   pins: dict[str, dict[str, Any]] | None = None) -> tuple[list[DemoTurn], int, dict[str, str]]:
+                   pins: dict[str, dict[str, Any]] | None = None,
+                   startup_timeout: float = SERVER_STARTUP_S) -> tuple[list[DemoTurn], int, dict[str, str]]:
     """Start `servers` through the facade (`nexus.Nexus`), add the catalogue sources, route and call every
     request; returns (turns, tools, server errors). `pins` (by server): arguments the setup fixes, hidden from
-    the model and added to every call of that server's tools (`pinned_arguments`)."""
+    the model and added to every call of that server's tools (`pinned_arguments`). `startup_timeout`: seconds each
+    server may take to answer `initialize` (they start together; on a loaded machine a Python server's imports alone
+    took over 30 s)."""
     from nexus.errors import ServerError
 
     pins = pins or {}
     step("starting MCP servers")
-    async with nexus.connect(servers, sync=False):
+    async with nexus.connect(servers, sync=False, startup_timeout=startup_timeout):
         hub, registry = nexus.hub, nexus.registry
         for server, fixed in pins.items():
             if server in hub.servers and fixed:
