@@ -86,13 +86,11 @@ def test_a_prompt_never_fails_because_of_the_blocks_sequences(gguf_path, tmp_pat
     from nexus.llm.base import Prompt
     from nexus.llm.llamacpp import LlamaCppBackend
 
-    with LlamaCppBackend(gguf_path, n_ctx=256, n_threads=1) as llm:  # 256 + 1024 cells
-        blocks = llm.blocks = KVBlocks.__new__(KVBlocks)  # attach_blocks without a model hash to compute
-        from nexus.kv import BlockInjector, BlockStore, RepairPolicy, SchemaBlockCompiler
+    from nexus.kv import BlockStore, RepairPolicy, SchemaBlockCompiler
 
-        blocks.ctx, blocks.policy, blocks.audit, blocks.audit_seq, blocks.audits = llm.context, RepairPolicy(), False, 3, []
-        blocks.compiler = SchemaBlockCompiler(llm.context, BlockStore(tmp_path), "m")
-        blocks.injector = BlockInjector(llm.context, 1)
+    with LlamaCppBackend(gguf_path, n_ctx=256, n_threads=1, n_seq_max=4) as llm:  # 256 + 1024 cells
+        # attach_blocks' parts, with a stand-in model hash (nothing is compiled here)
+        blocks = llm.blocks = KVBlocks(llm.context, SchemaBlockCompiler(llm.context, BlockStore(tmp_path), "m"), RepairPolicy())
         filler = llm.model.tokenize(" lorem ipsum" * 800)[:1100]
         assert len(filler) == 1100
         llm.context.decode(filler, blocks.compiler.prefix_seq, 0)  # the blocks' sequences hold 1100 cells

@@ -23,6 +23,7 @@ from nexus.kv.compiler import SchemaBlockCompiler, model_file_hash
 from nexus.kv.fidelity import kl_from_logits, top1_agrees
 from nexus.kv.injector import BlockInjector, RepairPolicy
 from nexus.kv.store import BlockStore
+from nexus.llm.base import reusable_prefix, unit_sizes
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +37,6 @@ def noise_splits(n: int) -> list[list[int]]:
     ([[10], [9, 1]], [[1]])
     """
     return [[n], [n - 1, 1]] if n > 1 else [[n]]
-
-
-def unit_sizes(start: int, end: int, cuts: Sequence[int]) -> list[int]:
-    """The batch sizes prefill decodes tokens start..end in, given the prompt's cut positions.
-
-    >>> unit_sizes(10, 20, [5, 12, 15, 25])
-    [2, 3, 5]
-    """
-    bounds = [start, *sorted(c for c in cuts if start < c < end), end]
-    return [b - a for a, b in zip(bounds, bounds[1:])]
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -134,7 +125,7 @@ class KVBlocks:
             log.warning("KV blocks not used for this prompt, prefilling it instead: %s", exc)
             ctx.drop(self.injector.scratch)
             keep = min(_common_prefix(ctx.tokens(seq), tokens), len(tokens) - 1)
-            keep = max([0, *(c for c in cuts if c <= keep)]) if cuts and keep < max(cuts) else keep
+            keep = reusable_prefix(keep, cuts)
             ctx.seq_rm(seq, keep)
             ctx.decode(tokens[keep:], seq, keep, cuts)
             computed += len(tokens) - keep

@@ -32,6 +32,34 @@ class ContextOverflow(LLMError):
         self.needed, self.n_ctx = needed, n_ctx
 
 
+def unit_bounds(start: int, end: int, cuts: Sequence[int]) -> list[int]:
+    """Where prefill batches start and stop for tokens start..end, given a prompt's cut positions (`Prompt.cuts`).
+
+    >>> unit_bounds(10, 20, [5, 12, 15, 25]), unit_sizes(10, 20, [5, 12, 15, 25])
+    ([10, 12, 15, 20], [2, 3, 5])
+    """
+    return [start, *sorted({c for c in cuts if start < c < end}), end]
+
+
+def unit_sizes(start: int, end: int, cuts: Sequence[int]) -> list[int]:
+    """The batch sizes prefill decodes tokens start..end in (`unit_bounds`)."""
+    bounds = unit_bounds(start, end, cuts)
+    return [b - a for a, b in zip(bounds, bounds[1:])]
+
+
+def reusable_prefix(common: int, cuts: Sequence[int]) -> int:
+    """How much of a cached prefix of `common` tokens a prompt with these cuts may keep: back to the start of the
+    unit holding position `common` (a unit the cache holds only in part is decoded whole, so its KV never depends on
+    what the sequence held before), except within the open last unit after the last cut, which may grow.
+
+    >>> reusable_prefix(7, [2, 5, 10]), reusable_prefix(12, [2, 5, 10]), reusable_prefix(1, [2]), reusable_prefix(4, [])
+    (5, 12, 0, 4)
+    """
+    if cuts and common < max(cuts):
+        return max([0, *(c for c in cuts if c <= common)])
+    return common
+
+
 @dataclass(frozen=True)
 class Prompt:
     """Text segments; `special` lets a chat template's control tokens (e.g. `<start_of_turn>`) parse."""

@@ -28,7 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from nexus.errors import ModelError
-from nexus.llm.base import BlockFiller, ContextOverflow, Generation, Prompt, Selection
+from nexus.llm.base import BlockFiller, ContextOverflow, Generation, Prompt, Selection, reusable_prefix
 from nexus.llm.native import GGUFModel, GrammarConstraint, KVContext
 
 log = logging.getLogger(__name__)
@@ -163,10 +163,8 @@ class LlamaCppBackend:
         if common == len(tokens):
             common -= 1  # the last token is re-decoded to get its logits back
         spans, cuts = self._layout(prompt) if prompt is not None else ([], [])
-        if cuts and common < cuts[-1]:
-            # e.g. the last tool line shared its first tokens ("get_") with the new one: the unit's KV must not
-            # depend on what the sequence held before (the open last unit may grow: name, then arguments)
-            common = max([0, *(c for c in cuts if c <= common)])
+        # e.g. the last tool line shared its first tokens ("get_") with the new one: that unit is decoded whole
+        common = reusable_prefix(common, cuts)
         if common < len(held):
             self.context.seq_rm(self.seq, common)
         try:
@@ -183,7 +181,6 @@ class LlamaCppBackend:
             self.blocks.release()
             done = len(self.context.tokens(self.seq))
             self.context.decode(tokens[done:], self.seq, done, cuts)
-            return len(tokens) - common
         return len(tokens) - common
 
     def prefill(self, prompt: Prompt) -> int:

@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from nexus.errors import ModelError
+from nexus.llm.base import unit_bounds
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +173,11 @@ class KVContext:
     def tokens(self, seq: int) -> list[int]:
         return self._tokens[seq]
 
+    def _owners(self, seq: int) -> tuple[int, ...]:
+        """The llama.cpp sequences that own `seq`'s cells: itself, and its hidden partner when it is `pinned`
+        (every KV operation on a pinned sequence is mirrored on the partner)."""
+        return (seq, self._partner) if seq == self.pinned else (seq,)
+
     # -- decoding ----------------------------------------------------------------------------------
     def decode(self, tokens: Sequence[int], seq: int, pos: int, cuts: Sequence[int] = ()) -> None:
         """Append `tokens` to `seq` at positions pos.. (which must extend what the sequence holds);
@@ -184,8 +190,8 @@ class KVContext:
             raise ModelError(f"sequence {seq} holds {len(held)} tokens; cannot decode at position {pos}")
         if pos + len(tokens) > self.n_ctx:
             raise ModelError(f"sequence {seq} would hold {pos + len(tokens)} tokens, over n_ctx={self.n_ctx}")
-        bounds = [0, *sorted({c - pos for c in cuts if pos < c < pos + len(tokens)}), len(tokens)]
-        batch = self._batch
+        bounds = [b - pos for b in unit_bounds(pos, pos + len(tokens), cuts)]
+        batch, owners = self._batch, self._owners(seq)
         starts = [(s, min(s + self.n_batch, b)) for a, b in zip(bounds, bounds[1:]) for s in range(a, b, self.n_batch)]
         for start, stop in starts:
             chunk = tokens[start:stop]
@@ -193,20 +199,17 @@ class KVContext:
             for i, token in enumerate(chunk):
                 batch.token[i] = token
                 batch.pos[i] = pos + start + i
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = seq
-                if seq == self.pinned:
-                    batch.n_seq_id[i] = 2
-                    batch.seq_id[i][1] = self._partner
+                batch.n_seq_id[i] = len(owners)
+                for j, owner in enumerate(owners):
+                    batch.seq_id[i][j] = owner
                 batch.logits[i] = False
             batch.logits[len(chunk) - 1] = stop == len(tokens)  # the vocabulary head only after the last token
             rc = L.llama_decode(self.ptr, batch)
             if rc != 0:
                 self._logits_ready = False
                 # a failed batch may have left part of itself in the KV: drop everything past the record
-                L.llama_memory_seq_rm(self.memory, seq, len(held), -1)
-                if seq == self.pinned:
-                    L.llama_memory_seq_rm(self.memory, self._partner, len(held), -1)
+                for owner in owners:
+                    L.llama_memory_seq_rm(self.memory, owner, len(held), -1)
                 raise ModelError(f"llama_decode failed with code {rc} (KV cache full or invalid batch)")
             held.extend(chunk)
         self._logits_ready, self._logits_seq = bool(tokens), seq
@@ -226,10 +229,8 @@ class KVContext:
         end = len(held) if p1 < 0 else min(p1, len(held))
         if end < len(held) and p0 > 0:
             raise ModelError("removing from the middle of a sequence needs seq_add to close the gap; trim a suffix")
-        if not _lib().llama_memory_seq_rm(self.memory, seq, p0, p1):
+        if not all([_lib().llama_memory_seq_rm(self.memory, owner, p0, p1) for owner in self._owners(seq)]):
             raise ModelError(f"llama.cpp refused to remove positions [{p0}, {p1}) of sequence {seq}")
-        if seq == self.pinned:
-            _lib().llama_memory_seq_rm(self.memory, self._partner, p0, p1)
         del held[p0:end]
         self._logits_ready = False
 
@@ -238,16 +239,14 @@ class KVContext:
         held = self._tokens[src]
         n = len(held) if n < 0 else min(n, len(held))
         self.seq_rm(dst)
-        _lib().llama_memory_seq_cp(self.memory, src, dst, 0, n)
-        if dst == self.pinned:
-            _lib().llama_memory_seq_cp(self.memory, src, self._partner, 0, n)
+        for owner in self._owners(dst):
+            _lib().llama_memory_seq_cp(self.memory, src, owner, 0, n)
         self._tokens[dst] = list(held[:n])
 
     def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
         """Shift positions [p0, p1) of `seq` by `delta` (RoPE is re-rotated by llama.cpp)."""
-        _lib().llama_memory_seq_add(self.memory, seq, p0, p1, delta)
-        if seq == self.pinned:
-            _lib().llama_memory_seq_add(self.memory, self._partner, p0, p1, delta)
+        for owner in self._owners(seq):
+            _lib().llama_memory_seq_add(self.memory, owner, p0, p1, delta)
         self._logits_ready = False
 
     def seq_pos_max(self, seq: int) -> int:
@@ -268,8 +267,8 @@ class KVContext:
         buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         if L.llama_state_seq_set_data(self.ptr, buf, len(data), seq) == 0:
             raise ModelError(f"llama.cpp could not restore sequence {seq} (state from another model or context?)")
-        if seq == self.pinned:
-            L.llama_memory_seq_cp(self.memory, seq, self._partner, 0, -1)
+        for partner in self._owners(seq)[1:]:
+            L.llama_memory_seq_cp(self.memory, seq, partner, 0, -1)
         self._tokens[seq] = list(tokens)
 
     # -- spans: compiled blocks that sit at positions p0.. of a sequence, not from 0 ------------------
@@ -304,17 +303,15 @@ class KVContext:
         held = self._tokens[dst]
         if p0 != len(held) or p1 - p0 != len(tokens):
             raise ModelError(f"sequence {dst} holds {len(held)} tokens; cannot append {len(tokens)} at [{p0}, {p1})")
-        _lib().llama_memory_seq_cp(self.memory, src, dst, p0, p1)
-        if dst == self.pinned:
-            _lib().llama_memory_seq_cp(self.memory, src, self._partner, p0, p1)
+        for owner in self._owners(dst):
+            _lib().llama_memory_seq_cp(self.memory, src, owner, p0, p1)
         held.extend(tokens)
         self._logits_ready = False
 
     def drop(self, seq: int) -> None:
         """Empty `seq`, whatever it holds (also a span); logits of another sequence's last decode stay valid."""
-        _lib().llama_memory_seq_rm(self.memory, seq, -1, -1)
-        if seq == self.pinned:
-            _lib().llama_memory_seq_rm(self.memory, self._partner, -1, -1)
+        for owner in self._owners(seq):
+            _lib().llama_memory_seq_rm(self.memory, owner, -1, -1)
         self._tokens[seq] = []
         if seq == self._logits_seq:
             self._logits_ready = False
