@@ -22,14 +22,7 @@
 from __future__ import annotations
 
 from nexus.gate.decision import Action
-from nexus.gate.probabilities import Thresholds
-
-
-def route_confidence(p_top1: float, p_no_tool: float) -> float:
-    """P(a tool applies and the top candidate is it) = p_top1 * (1 - p_no_tool): what a ROUTE must be sure of.
-    p_top1 alone is conditional on a tool applying; on the calibration split every ROUTE error among the 300
-    most confident turns by p_top1 was a turn that needed no tool (measured on the shipped gate, issue 10)."""
-    return p_top1 * (1.0 - p_no_tool)
+from nexus.gate.probabilities import Thresholds, route_confidence
 
 
 def choose_action(p_top1: float, p_no_tool: float, second_relevance: float, thresholds: Thresholds,

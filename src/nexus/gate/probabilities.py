@@ -37,7 +37,7 @@ from nexus.gate.calibration import (
 class Thresholds:
     """Decision thresholds (see `policy.choose_action`); inf disables an action."""
 
-    route: float = 0.95        # p_top1 * (1 - p_no_tool) at or above: ROUTE (policy.route_confidence)
+    route: float = 0.95        # route_confidence = p_top1 * (1 - p_no_tool) at or above: ROUTE
     no_tool: float = 0.9       # p_no_tool at or above: NO_TOOL
     fallback: float = 0.5      # p_no_tool at or above (not routed, below no_tool): FALLBACK, not SHORTLIST
     multi: float = 0.5         # relevance of the 2nd candidate at or above: a multi-call turn, never ROUTE
@@ -208,6 +208,13 @@ class RiskTargets:
                                 # fitted for this mix, not for the calibration split's (which may be mostly no-tool)
 
 
+def route_confidence(p_top1, p_no_tool):
+    """P(a tool applies and the top candidate is it) = p_top1 * (1 - p_no_tool): what a ROUTE must be sure of
+    (floats or arrays). p_top1 alone is conditional on a tool applying; on the calibration split every ROUTE error
+    among the 300 most confident turns by p_top1 was a turn that needed no tool (the shipped gate, issue 10)."""
+    return p_top1 * (1.0 - p_no_tool)
+
+
 def prior_weights(is_no_tool: np.ndarray, share: float) -> np.ndarray:
     """Per-turn weights that give no-tool turns `share` of the total weight (and relevant turns the rest).
 
@@ -242,19 +249,23 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
     ident = GateCalibration.identity()
     staged = GateCalibration(fusion, ident.top1, ident.no_tool, ident.relevance, no_tool_inputs=ident.no_tool_inputs)
     # one registry size only: its log is a constant, which the ridge-free fit cannot use
-    if len({t.n_tools for t in turns}) < 2:
-        no_tool_inputs = tuple(n for n in no_tool_inputs if n != "log_n_tools")
-        top1_inputs = tuple(n for n in top1_inputs if n != "log_n_tools")
-    top1_inputs = tuple(top1_inputs)
-    # p_top1: Platt on relevant turns (a missing gold tool counts as a wrong top-1)
-    x_top, y_top = [], []
+    sized = len({t.n_tools for t in turns}) >= 2
+    no_tool_inputs, top1_inputs, short_inputs = (tuple(n for n in names if sized or n != "log_n_tools")
+                                                 for names in (no_tool_inputs, top1_inputs, DEFAULT_SHORTLIST_INPUTS))
+    # p_top1: Platt on relevant turns (a missing gold tool counts as a wrong top-1); p_shortlist: the right tool among
+    # the top shortlist_k, on the same turns (a missing gold tool is a miss)
+    k_short = targets.shortlist_k
+    x_top, y_top, x_sh, y_sh = [], [], [], []
     for t in relevant:
         out = staged.apply(t.ce, t.dense, t.lexical)
         x_top.append(top1_features(out.probs, t.ce[out.order[0]], t.n_tools, top1_inputs))
         y_top.append(bool(t.gold[out.order[0]]))
+        x_sh.append(shortlist_features(out.probs, k_short, t.n_tools, short_inputs))
+        y_sh.append(bool(t.gold[out.order[:k_short]].any()))
     top1 = fit_logistic(np.array(x_top), np.array(y_top, dtype=float))
+    y_sh = np.array(y_sh, dtype=float)
+    shortlist = fit_logistic(np.array(x_sh), y_sh) if 0 < y_sh.sum() < len(y_sh) else None
     # p_no_tool: no-tool turns against relevant ones
-    no_tool_inputs = tuple(no_tool_inputs)
     x_nt = np.array([no_tool_features(t.ce, t.dense, t.lexical, no_tool_inputs, t.n_tools) for t in turns])
     y_nt = np.array([t.no_tool for t in turns], dtype=float)
     if 0 < y_nt.sum() < len(y_nt):
@@ -265,16 +276,6 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
     x_rel = np.concatenate([t.ce for t in turns])[:, None]
     y_rel = np.concatenate([t.gold for t in turns]).astype(float)
     relevance = fit_logistic(x_rel, y_rel)
-    # p_shortlist: the right tool among the top shortlist_k, on relevant turns (a missing gold tool is a miss)
-    k_short = targets.shortlist_k
-    short_inputs = tuple(n for n in DEFAULT_SHORTLIST_INPUTS if n != "log_n_tools" or "log_n_tools" in top1_inputs)
-    x_sh, y_sh = [], []
-    for t in relevant:
-        out = staged.apply(t.ce, t.dense, t.lexical)
-        x_sh.append(shortlist_features(out.probs, k_short, t.n_tools, short_inputs))
-        y_sh.append(bool(t.gold[out.order[:k_short]].any()))
-    y_sh = np.array(y_sh, dtype=float)
-    shortlist = fit_logistic(np.array(x_sh), y_sh) if 0 < y_sh.sum() < len(y_sh) else None
     sizes = [t.n_tools for t in turns]
     fitted = GateCalibration(fusion, top1, no_tool, relevance, no_tool_inputs=no_tool_inputs, top1_inputs=top1_inputs,
                              n_tools_range=(min(sizes), max(sizes)), shortlist=shortlist, shortlist_inputs=short_inputs,
@@ -301,7 +302,7 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     mix = prior_weights(is_nt, targets.no_tool_share)
     t_no_tool = (threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5, z=targets.z, weights=mix)
                  if is_nt.any() and (~is_nt).any() else float("inf"))
-    route_conf = p_all * (1.0 - p_nt) * (second_all < targets.multi) * (p_nt < t_no_tool)  # policy.route_confidence
+    route_conf = route_confidence(p_all, p_nt) * (second_all < targets.multi) * (p_nt < t_no_tool)
     t_route = threshold_for_risk(route_conf, ok_all, targets.route, min_accepted=5, z=targets.z, weights=mix)
     p_nt_rel = p_nt[rel]
     routed_all = route_conf >= t_route
