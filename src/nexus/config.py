@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -126,6 +127,10 @@ class Settings(BaseSettings):
     def _default_embedder(self) -> "Settings":
         if self.embedder is None and self.shipped_models:
             self.embedder = _shipped_embedder()
+        return self
+
+    @model_validator(mode="after")
+    def _warn_unknown_variables(self) -> "Settings":
         for name, near in unknown_variables(os.environ).items():
             if name in _WARNED:
                 continue
@@ -155,14 +160,15 @@ class Settings(BaseSettings):
         return self.default_gate_dir()
 
 
-def known_variables() -> set[str]:
+@lru_cache(maxsize=1)
+def known_variables() -> frozenset[str]:
     """Every environment variable the settings tree reads (NEXUS_<FIELD>, NEXUS_GATE_<FIELD>, ...)."""
-    names = set()
+    names: set[str] = set()
     for cls in (Settings, GateSettings, ServeSettings, KVSettings):
         prefix = cls.model_config.get("env_prefix", "")
         names |= {f"{prefix}{field}".upper() for field, info in cls.model_fields.items()
                   if not isinstance(info.default_factory, type)}
-    return names
+    return frozenset(names)
 
 
 def unknown_variables(environ: "os._Environ[str] | dict[str, str]") -> dict[str, str | None]:
