@@ -143,7 +143,7 @@ async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str],
         # one sync reuses every row (a partial sync would drop rows of sources not added yet).
         stepwise = nexus.index_path is None or not Path(nexus.index_path).exists()
         if stepwise:
-            step(f"indexing tools {0}/{total}")
+            step(f"indexing tools 0/{total}")
             nexus.sync()
         done = len(registry)
         for origin, tools in sources:

@@ -48,9 +48,8 @@ class Thresholds:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Thresholds":
-        # `shortlist` is absent from gates saved before p_shortlist existed: 0 keeps their decisions unchanged
-        values = {k: float("inf") if d.get(k) is None else float(d[k]) for k in ("route", "no_tool", "fallback", "multi")}
-        return cls(**values, shortlist=float("inf") if d.get("shortlist", 0.0) is None else float(d.get("shortlist", 0.0)))
+        d = {"shortlist": 0.0, **d}  # absent from gates saved before p_shortlist existed: 0 keeps their decisions
+        return cls(**{k: float("inf") if d.get(k) is None else float(d[k]) for k in ("route", "no_tool", "fallback", "multi", "shortlist")})
 
 
 @dataclass(frozen=True)
