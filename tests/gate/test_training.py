@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -316,3 +317,33 @@ def test_recalibrate_rebuilds_the_calibration_split_and_may_score_more_of_it(tmp
     header = GateModel.read_header(tmp_path / "gate")
     assert header.training["config"]["max_calibration_turns"] is None
     assert header.training["n_calibration"] == more.calibration.report["n_turns"]
+
+
+def test_recalibrate_fits_dev_registries_too_and_fingerprints_them(tmp_path):
+    """`nexus gate calibrate --dev D`: every turn of a dev registry is scored and fitted with the calibration split,
+    and its tools are fingerprinted, so a benchmark on that registry is refused afterwards."""
+    import torch
+
+    from nexus.gate.bench import OverlapError, check_disjoint
+    from nexus.gate.training import DevSet, TrainConfig, recalibrate, train_gate
+    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+    torch.set_num_threads(1)
+    reg, turns = _synthetic_registry()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    config = TrainConfig(max_length=48, max_steps=2, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.3, k=6,
+                         max_calibration_turns=10, calibration_sizes=(24,))
+    model, _ = train_gate(reg, slb, turns, self_supervised=False, config=config, out_dir=tmp_path / "gate")
+    assert check_disjoint(model, reg, allow_overlap=True)  # trained on its own registry: the check sees it
+    model.header = replace(model.header, training={**model.header.training, "tools_fingerprint": {}})
+    assert check_disjoint(model, reg) == []
+    dev = DevSet("dev", slb, reg, turns[:7])
+    before = model.calibration.report["n_turns"]
+    refitted = recalibrate(tmp_path / "gate", reg, slb, turns, dev=[dev])
+    assert refitted.calibration.report["n_turns"] == before + 7
+    record = GateModel.read_header(tmp_path / "gate").training["calibration_dev"]
+    assert record["sets"] == {"dev": {"tools": len(reg), "turns": 7}}
+    refitted.header = replace(refitted.header, training={**refitted.header.training, "tools_fingerprint": {}})
+    with pytest.raises(OverlapError, match="training or calibration"):
+        check_disjoint(refitted, reg)

@@ -130,18 +130,26 @@ def calibrate(
     seed: int = typer.Option(0, help="the --seed it was trained with"),
     max_calibration: Optional[int] = typer.Option(None, help="replace the saved cap on calibration turns per class "
                                                   "(0: no cap); default: the cap it was trained with"),
+    dev: List[Path] = typer.Option([], help="dev registry folder(s) (tools.json + queries.jsonl, e.g. `nexus data bfcl "
+                                   "--seed 1 --exclude T`): scored whole and fitted with the calibration split; "
+                                   "never report figures on them afterwards (benchmarks refuse them)"),
 ) -> None:
     """Refit calibration and thresholds of a saved model on its own held-out calibration split (give the data
-    arguments it was trained with; the split is rebuilt from them and the saved config)."""
+    arguments it was trained with; the split is rebuilt from them and the saved config), plus any --dev registries."""
     from nexus.config import Settings
-    from nexus.gate.training import recalibrate
+    from nexus.gate.training import DevSet, recalibrate
 
     settings = Settings()
     gs = settings.gate
     _threads(gs.threads)
     registry, turns = _training_data(tools, queries, data, exclude, skip_source, max_per_source, seed)
     cap = {} if max_calibration is None else {"max_calibration_turns": max_calibration or None}
-    refitted = recalibrate(model, registry, _slb(registry, settings), turns, **cap)
+    dev_sets = []
+    for folder in dev:
+        dev_registry = load_registry([folder / "tools.json"])
+        dev_sets.append(DevSet(folder.name, _slb(dev_registry, settings), dev_registry,
+                               _labelled([folder / "queries.jsonl"], dev_registry)))
+    refitted = recalibrate(model, registry, _slb(registry, settings), turns, dev=dev_sets, **cap)
     print(json.dumps({"model": str(model), "calibration": refitted.calibration.report}, indent=2, default=str))
 
 

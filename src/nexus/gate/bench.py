@@ -52,16 +52,19 @@ def check_disjoint(model: GateModel, registry: Registry, allow_overlap: bool = F
 
     Measuring a gate on tools it trained on flatters it, so this raises `OverlapError` unless `allow_overlap`
     (then it logs a warning and the result carries the overlap). A gate without a fingerprint is reported too."""
-    fingerprint = (model.header.training or {}).get("tools_fingerprint")
+    training = model.header.training or {}
+    fingerprint = training.get("tools_fingerprint")
     if fingerprint is None:
         log.warning("the gate model records no training-tools fingerprint: tool-disjointness cannot be checked")
         return []
     from nexus.datasets import overlapping
 
-    shared = overlapping(fingerprint, [registry.get(k) for k in registry.keys()])
+    tools = [registry.get(k) for k in registry.keys()]
+    dev = (training.get("calibration_dev") or {}).get("tools_fingerprint")
+    shared = sorted(set(overlapping(fingerprint, tools)) | set(overlapping(dev, tools) if dev else ()))
     if shared:
-        what = (f"{len(shared)} of the {len(registry)} evaluated tools were in the gate's training data "
-                f"(by name, SGD family or description), e.g. {', '.join(shared[:5])}")
+        what = (f"{len(shared)} of the {len(registry)} evaluated tools were in the gate's training or calibration "
+                f"(dev) data (by name, SGD family or description), e.g. {', '.join(shared[:5])}")
         if not allow_overlap:
             raise OverlapError(f"{what}; its figures would flatter it. Train a gate with these tools excluded "
                                f"(`nexus gate train --exclude <tools.json>`), or pass --allow-overlap to measure anyway")

@@ -356,11 +356,15 @@ _KEEP = object()
 
 
 def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBuffer, labelled: Sequence[LabelledTurn] = (),
-                targets: RiskTargets | None = None, max_calibration_turns: int | None | object = _KEEP) -> GateModel:
+                targets: RiskTargets | None = None, max_calibration_turns: int | None | object = _KEEP,
+                dev: Sequence[DevSet] = ()) -> GateModel:
     """Refit a saved model's calibration (and thresholds) on the calibration split of the data it was trained
     with — or on any labelled turns whose tools it never saw — and rewrite its header; weights are untouched.
     `max_calibration_turns` (None: no cap) replaces the saved cap, and is recorded in the header's config, so more of
-    the held-out split can be scored (a 1 % ROUTE risk needs ~270 error-free calibration turns to be certified)."""
+    the held-out split can be scored (a 1 % ROUTE risk needs ~270 error-free calibration turns to be certified).
+    `dev` registries (disjoint from the training tools and from every registry the gate will be reported on) are
+    scored whole and join the calibration turns; their tools are fingerprinted in the header, so a benchmark on
+    them is refused like one on training tools."""
 
     model = GateModel.load(folder)
     cfg = dict(model.header.training.get("config") or {})
@@ -376,11 +380,15 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
         config = dataclasses.replace(config, max_calibration_turns=max_calibration_turns)
     relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
-    calibration, scored = calibrate(model.scorer, slb, registry, cal_rel, cal_nt, config, absent, targets, synthetic=not relevant)
+    extra = [s for d in dev for s in score_turns(model.scorer, d.slb, d.registry, d.turns, config.k)]
+    calibration, scored = calibrate(model.scorer, slb, registry, cal_rel, cal_nt, config, absent, targets,
+                                    synthetic=not relevant, extra=extra)
+    training = dict(model.header.training or {})
     if max_calibration_turns is not _KEEP:
-        training = {**(model.header.training or {}), "n_calibration": len(scored),
-                    "config": {**cfg, "max_calibration_turns": max_calibration_turns}}
-        model.header = dataclasses.replace(model.header, training=training)
+        training["config"] = {**cfg, "max_calibration_turns": max_calibration_turns}
+    training["n_calibration"] = len(scored)
+    training["calibration_dev"] = dev_record(dev) if dev else None
+    model.header = dataclasses.replace(model.header, training=training)
     model.write_calibration(folder, calibration)
     return model
 
@@ -470,11 +478,30 @@ MIN_CALIBRATION_TURNS = 50  # distinct labelled relevant turns below which ROUTE
 
 def calibrate(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry: Registry,
               cal_rel: Sequence[LabelledTurn], cal_nt: Sequence[LabelledTurn], config: TrainConfig, absent: set[str],
-              targets: RiskTargets, synthetic: bool) -> tuple[GateCalibration, list[ScoredTurn]]:
+              targets: RiskTargets, synthetic: bool, extra: Sequence[ScoredTurn] = ()) -> tuple[GateCalibration, list[ScoredTurn]]:
     """Score the calibration split and fit the probabilities and thresholds (`synthetic`: the relevant turns
-    are pseudo-queries); returns the calibration and the scored turns."""
-    scored = score_calibration(scorer, slb, registry, cal_rel, cal_nt, config, absent)
-    return _guarded(fit_calibration(scored, targets), synthetic, len(cal_rel)), scored
+    are pseudo-queries; `extra`: scored dev turns fitted with them); returns the calibration and the scored turns."""
+    scored = score_calibration(scorer, slb, registry, cal_rel, cal_nt, config, absent) + list(extra)
+    n_labelled = len(cal_rel) + sum(1 for t in extra if not t.no_tool)
+    return _guarded(fit_calibration(scored, targets), synthetic and not extra, n_labelled), scored
+
+
+@dataclass(frozen=True)
+class DevSet:
+    """A dev registry scored whole for calibration: its SLB (same embedder and weights as the gate's), its
+    registry and its labelled turns (relevant and no-tool)."""
+
+    name: str
+    slb: SemanticLookasideBuffer
+    registry: Registry
+    turns: Sequence[LabelledTurn]
+
+
+def dev_record(dev: Sequence[DevSet]) -> dict:
+    """What the header keeps of the dev registries: names, turn counts and the fingerprint of their tools."""
+    tools = [d.registry.get(k) for d in dev for k in d.registry.keys()]
+    return {"sets": {d.name: {"tools": len(d.registry), "turns": len(d.turns)} for d in dev},
+            "tools_fingerprint": tools_fingerprint(tools)}
 
 
 def _guarded(calibration: GateCalibration, synthetic: bool, n_labelled: int) -> GateCalibration:
