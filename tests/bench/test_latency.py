@@ -137,7 +137,7 @@ def test_only_the_requested_paths_run(tmp_path):
     with pytest.raises(ValueError, match="must include 'nexus'"):
         run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                     paths=("full_cold",))
-    plot_latency(tmp_path)
+    assert plot_latency(tmp_path).read_bytes()[:4] == b"\x89PNG"  # a size without full-schema points still plots
 
 
 def test_a_small_size_pools_draws_until_it_has_the_turns_asked_for(tmp_path):

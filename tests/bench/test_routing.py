@@ -75,3 +75,20 @@ def test_data_command_and_routing_command_end_to_end(data_dir, tmp_path):
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert {"config", "git_revision", "machine"} <= meta.keys()
     assert (tmp_path / "run" / "per_query_40.jsonl").exists()
+
+
+def test_data_bfcl_builds_dev_splits_disjoint_from_the_test_split_and_from_each_other(data_dir, tmp_path):
+    from nexus.datasets import overlapping, tools_fingerprint
+    from nexus.registry import load_tools_file
+
+    runner = CliRunner()
+    src = ["data", "bfcl", "--src", str(data_dir / "bfcl"), "--size", "60", "--no-tool", "5"]
+    for name, extra in (("T", []), ("A", ["--seed", "1", "--exclude", str(tmp_path / "T")]),
+                        ("B", ["--seed", "2", "--exclude", str(tmp_path / "T"), "--exclude", str(tmp_path / "A")])):
+        result = runner.invoke(app, [*src, *extra, "--out", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    tools = {n: load_tools_file(tmp_path / n / "tools.json") for n in "TAB"}
+    ids = {n: {json.loads(line)["id"] for line in (tmp_path / n / "queries.jsonl").read_text().splitlines()} for n in "TAB"}
+    assert overlapping(tools_fingerprint(tools["T"] + tools["A"]), tools["B"]) == []
+    assert overlapping(tools_fingerprint(tools["T"]), tools["A"]) == []
+    assert not ids["B"] & (ids["T"] | ids["A"]) and not ids["A"] & ids["T"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List
 
 import typer
 from rich.console import Console
@@ -18,8 +18,9 @@ def bfcl(
     out: Path = typer.Option(..., help="output folder for tools.json and queries.jsonl"),
     seed: int = typer.Option(0, help="random seed"),
     no_tool: int = typer.Option(0, "--no-tool", help="mix in N live_irrelevance queries with tool=null"),
-    exclude: Optional[Path] = typer.Option(None, help="a dataset folder (e.g. the test set) this one must be disjoint "
-                                           "from: no shared tool name, SGD family, description or query id (a dev split)"),
+    exclude: List[Path] = typer.Option([], help="dataset folder(s) (e.g. the test set) this one must be disjoint "
+                                       "from: no shared tool name, SGD family, description or query id (a dev split; "
+                                       "repeat it for dev splits disjoint from each other as well)"),
 ) -> None:
     """Write OUTDIR/tools.json (MCP tools/list form) and OUTDIR/queries.jsonl.
 
@@ -29,10 +30,8 @@ def bfcl(
     from nexus.datasets.bfcl import build_dataset, write_dataset
     from nexus.registry import load_tools_file
 
-    exclude_tools, exclude_ids = [], []
-    if exclude is not None:
-        exclude_tools = load_tools_file(exclude / "tools.json")
-        exclude_ids = [str(q.get("id")) for q in read_query_records(exclude / "queries.jsonl")]
+    exclude_tools = [t for folder in exclude for t in load_tools_file(folder / "tools.json")]
+    exclude_ids = [str(q.get("id")) for folder in exclude for q in read_query_records(folder / "queries.jsonl")]
     tools, queries = build_dataset(src, size, seed, no_tool, exclude_tools, exclude_ids)
     write_dataset(out, tools, queries)
     Console(stderr=True).print(f"wrote {len(tools)} tools and {len(queries)} queries to {out}")
