@@ -340,10 +340,11 @@ def test_recalibrate_fits_dev_registries_too_and_fingerprints_them(tmp_path):
     assert check_disjoint(model, reg) == []
     dev = DevSet("dev", slb, reg, turns[:7])
     before = model.calibration.report["n_turns"]
-    refitted = recalibrate(tmp_path / "gate", reg, slb, turns, dev=[dev])
-    assert refitted.calibration.report["n_turns"] == before + 7
+    again = DevSet("again", slb, reg, turns[5:9])  # shares two turns with the first: they are scored once
+    refitted = recalibrate(tmp_path / "gate", reg, slb, turns, dev=[dev, again])
+    assert refitted.calibration.report["n_turns"] == before + 7 + 2
     record = GateModel.read_header(tmp_path / "gate").training["calibration_dev"]
-    assert record["sets"] == {"dev": {"tools": len(reg), "turns": 7}}
+    assert record["sets"] == {"dev": {"tools": len(reg), "turns": 7}, "again": {"tools": len(reg), "turns": 4}}
     refitted.header = replace(refitted.header, training={**refitted.header.training, "tools_fingerprint": {}})
     with pytest.raises(OverlapError, match="training or calibration"):
         check_disjoint(refitted, reg)

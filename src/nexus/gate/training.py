@@ -380,7 +380,7 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
         config = dataclasses.replace(config, max_calibration_turns=max_calibration_turns)
     relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
-    extra = [s for d in dev for s in score_turns(model.scorer, d.slb, d.registry, d.turns, config.k)]
+    extra = [s for d in distinct_turns(dev) for s in score_turns(model.scorer, d.slb, d.registry, d.turns, config.k)]
     calibration, scored = calibrate(model.scorer, slb, registry, cal_rel, cal_nt, config, absent, targets,
                                     synthetic=not relevant, extra=extra)
     training = dict(model.header.training or {})
@@ -495,6 +495,25 @@ class DevSet:
     slb: SemanticLookasideBuffer
     registry: Registry
     turns: Sequence[LabelledTurn]
+
+
+def distinct_turns(dev: Sequence[DevSet]) -> list[DevSet]:
+    """The dev sets with every turn (by id, else by request) kept once: dev registries drawn from one pool share
+    turns, and a turn counted twice would make the ROUTE and NO_TOOL certificates look surer than they are."""
+    seen: set[str] = set()
+    out = []
+    for d in dev:
+        turns = []
+        for t in d.turns:
+            key = t.id or " ".join(t.query.lower().split())
+            if key not in seen:
+                seen.add(key)
+                turns.append(t)
+        if len(turns) < len(d.turns):
+            log.info("dev set %s: %d of its %d turns already in an earlier dev set; scored once", d.name,
+                     len(d.turns) - len(turns), len(d.turns))
+        out.append(dataclasses.replace(d, turns=turns))
+    return out
 
 
 def dev_record(dev: Sequence[DevSet]) -> dict:
