@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from nexus.kv.store import Block, BlockKey, BlockStore
 from nexus.slb.store import file_sha256
 
 log = logging.getLogger(__name__)
 VIEWS = ("schema", "signature")
+# part of every block key: blocks compiled before the compiler kept to the live path's cells (`canonical`) are not reused
+PLACEMENT = "cells1"
 
 
 def model_file_hash(path: str | Path) -> str:
@@ -56,7 +59,49 @@ class SchemaBlockCompiler:
         self.compiled = 0
 
     def key(self, prefix: Sequence[int], text: str) -> BlockKey:
-        return BlockKey(self.model_hash, tokens_hash(prefix), text_hash(text), len(prefix), self.ctx.layout)
+        return BlockKey(self.model_hash, tokens_hash(prefix), text_hash(text), len(prefix), f"{self.ctx.layout}-{PLACEMENT}")
+
+    @contextmanager
+    def canonical(self, prefix: Sequence[int], live: int | None = None) -> Iterator[None]:
+        """Compile where the live path computes. llama.cpp's KV of a token depends on the KV cells around it, not only
+        on the tokens before it: with the same tokens in the same order, other cells in use (another sequence's, or the
+        live sequence's past the prefix) move the next-token logits by up to ~1 on this model. The live path computes a
+        line at its anchor with the prefix in the cells below it and nothing above, so that is where a block must be
+        compiled; one compiled ahead while the live sequence still held the last turn's prompt (`nexus bench latency`
+        at 66baefc) made nexus_kv write other arguments than nexus on 2 of 30 turns per size.
+
+        For the duration, `live` (default: the context's pinned sequence) holds the prefix alone: what it held past the
+        prefix is parked as a span and put back (into the same cells) afterwards; a live sequence that does not start
+        with the prefix is emptied and given the prefix (decoded there: the pinned sequence never has its cells reused
+        out of order)."""
+        ctx, n, prefix = self.ctx, len(prefix), list(prefix)
+        live = getattr(ctx, "pinned", None) if live is None else live
+        if live is None:
+            yield
+            return
+        parked = None
+        for seq in (self.work_seq, self.prefix_seq):
+            if ctx.tokens(seq) != prefix:
+                ctx.drop(seq)
+        held = list(ctx.tokens(live))
+        if held[:n] != prefix:
+            ctx.drop(live)  # another prompt (a plain answer's): the next one prefills what it needs
+            ctx.decode(prefix, live, 0)
+        elif len(held) > n:
+            ctx.seq_cp(live, self.work_seq)
+            parked = (ctx.span_state(self.work_seq, n), held[n:])
+            ctx.seq_rm(live, n)
+        try:
+            yield
+        finally:
+            ctx.drop(self.work_seq)
+            if parked is not None:
+                payload, rest = parked
+                ctx.load_span(self.work_seq, payload)
+                try:
+                    ctx.append_span(self.work_seq, live, n, n + len(rest), rest)
+                finally:
+                    ctx.drop(self.work_seq)
 
     def _hold_prefix(self, prefix: list[int]) -> None:
         ctx, n = self.ctx, len(prefix)
@@ -85,34 +130,40 @@ class SchemaBlockCompiler:
         self.compiled += 1
         return block
 
-    def block(self, prefix: Sequence[int], text: str, tokens: Sequence[int]) -> Block:
-        """The stored block for this text behind this prefix, compiled now if there is none (or it was refused)."""
+    def block(self, prefix: Sequence[int], text: str, tokens: Sequence[int], live: int | None = None) -> Block:
+        """The stored block for this text behind this prefix, compiled now if there is none (or it was refused);
+        with `live`, compiled in that sequence's cells (`canonical`)."""
         stored = self.store.get(self.key(prefix, text))
         if stored is not None and list(stored.tokens) == list(tokens):
             return stored
-        return self.compile(prefix, text, tokens)
+        if live is None:
+            return self.compile(prefix, text, tokens)
+        with self.canonical(prefix, live):
+            return self.compile(prefix, text, tokens)
 
     def compile_registry(self, registry: Any, tokenize: Callable[[str], list[int]], prefix: Sequence[int], views: Sequence[str] = VIEWS,
                          progress: Callable[[int, int], None] | None = None) -> CompileReport:
         """Blocks for every tool line of `registry` (`views`: full schema and/or signature) behind `prefix`;
-        lines whose block is already stored are reused, so a registry change costs only the changed tools."""
+        lines whose block is already stored are reused, so a registry change costs only the changed tools. Compiled
+        in the live path's cells (`canonical`: the live sequence keeps a prompt that starts with `prefix`)."""
         from nexus.llm.prompts import schema_line, signature_line
 
         render = {"schema": schema_line, "signature": signature_line}
         items = list(registry.items())
         compiled = reused = failed = 0
-        for i, (key, tool) in enumerate(items):
-            for view in views:
-                text = render[view](key, tool)
-                if self.store.get(self.key(prefix, text)) is not None:
-                    reused += 1
-                    continue
-                try:
-                    self.compile(prefix, text, tokenize(text))
-                    compiled += 1
-                except Exception as exc:  # noqa: BLE001 - one bad tool never sinks a registry
-                    failed += 1
-                    log.warning("KV block for %s (%s) not compiled: %s", key, view, exc)
-            if progress:
-                progress(i + 1, len(items))
+        with self.canonical(prefix):
+            for i, (key, tool) in enumerate(items):
+                for view in views:
+                    text = render[view](key, tool)
+                    if self.store.get(self.key(prefix, text)) is not None:
+                        reused += 1
+                        continue
+                    try:
+                        self.compile(prefix, text, tokenize(text))
+                        compiled += 1
+                    except Exception as exc:  # noqa: BLE001 - one bad tool never sinks a registry
+                        failed += 1
+                        log.warning("KV block for %s (%s) not compiled: %s", key, view, exc)
+                if progress:
+                    progress(i + 1, len(items))
         return CompileReport(compiled, reused, failed)

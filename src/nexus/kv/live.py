@@ -108,7 +108,7 @@ class KVBlocks:
                     computed += first - pos
                     pos = first
                 before = self.compiler.compiled
-                block = self.compiler.block(prefix, text, tokens[first:end])
+                block = self.compiler.block(prefix, text, tokens[first:end], live=seq)  # compiled in seq's cells
                 if self.compiler.compiled > before:
                     computed += len(block)  # compiled now: one prefill of the line, paid once
                 if end == len(tokens):
