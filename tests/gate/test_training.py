@@ -346,5 +346,5 @@ def test_recalibrate_fits_dev_registries_too_and_fingerprints_them(tmp_path):
     record = GateModel.read_header(tmp_path / "gate").training["calibration_dev"]
     assert record["sets"] == {"dev": {"tools": len(reg), "turns": 7}, "again": {"tools": len(reg), "turns": 4}}
     refitted.header = replace(refitted.header, training={**refitted.header.training, "tools_fingerprint": {}})
-    with pytest.raises(OverlapError, match="training or calibration"):
+    with pytest.raises(OverlapError, match="calibration dev registries"):
         check_disjoint(refitted, reg)

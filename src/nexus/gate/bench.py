@@ -63,8 +63,8 @@ def check_disjoint(model: GateModel, registry: Registry, allow_overlap: bool = F
     dev = (training.get("calibration_dev") or {}).get("tools_fingerprint")
     shared = sorted(set(overlapping(fingerprint, tools)) | set(overlapping(dev, tools) if dev else ()))
     if shared:
-        what = (f"{len(shared)} of the {len(registry)} evaluated tools were in the gate's training or calibration "
-                f"(dev) data (by name, SGD family or description), e.g. {', '.join(shared[:5])}")
+        what = (f"{len(shared)} of the {len(registry)} evaluated tools were in the gate's training data or its "
+                f"calibration dev registries (by name, SGD family or description), e.g. {', '.join(shared[:5])}")
         if not allow_overlap:
             raise OverlapError(f"{what}; its figures would flatter it. Train a gate with these tools excluded "
                                f"(`nexus gate train --exclude <tools.json>`), or pass --allow-overlap to measure anyway")
