@@ -72,14 +72,14 @@ class ServeSettings(BaseSettings):
 
 
 class KVSettings(BaseSettings):
-    """Compiled schema KV blocks in the live path. Example: `NEXUS_KV_BLOCKS=on nexus demo`."""
+    """Compiled schema KV blocks in the live path. Example: `NEXUS_KV_BLOCKS=off nexus demo`."""
 
     model_config = SettingsConfigDict(env_prefix="NEXUS_KV_", extra="ignore")
 
-    # off by default since session 3 (calls differed from the plain path on a free-text argument; a dev run ended in
-    # "KV cache full"). Session 4 made blocks exact at the anchor (prefill in the compiler's units, pinned cells) and
-    # a prompt never fails because of them; the flip waits for on == off per query on dev split D1 (README).
-    blocks: Literal["on", "off"] = Field("off", description="inject compiled KV blocks for routed schemas and shortlist signatures (llama.cpp backend; `on` to use them)")
+    # on by default since session 5: with blocks compiled in the live path's cells (`SchemaBlockCompiler.canonical`),
+    # `nexus bench latency --paths nexus,nexus_kv --sizes 50 --limit 20` on dev split D1 made the same call with blocks on
+    # and off on 20 of 20 turns (README, KV blocks); `off` keeps the plain prefill
+    blocks: Literal["on", "off"] = Field("on", description="inject compiled KV blocks for routed schemas and shortlist signatures (llama.cpp backend; `off`: prefill them)")
     dir: Path | None = Field(None, description="block folder; default <cache_dir>/kv")
     budget_mb: int = Field(512, description="disk budget of the block folder (least recently used blocks evicted)")
     audit: bool = Field(False, description="re-prefill every injected prompt too and log top-1 / KL against it and the batch noise floor (slow)")

@@ -151,3 +151,15 @@ def test_blocks_compiled_ahead_while_the_context_holds_a_prompt_are_exact(backen
             assert router.blocks.compiler.compiled == len(registry) and router.blocks.injections == 1
         backend.blocks = None
     assert np.array_equal(logits["off"], logits["on"])
+
+
+def test_blocks_are_on_by_default_where_the_backend_can_take_them(backend, tmp_path, monkeypatch):
+    monkeypatch.delenv("NEXUS_KV_BLOCKS", raising=False)
+    registry = Registry()
+    registry.set_source("s", TOOLS)
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    router = Router(registry, slb, FixedGate(Action.ROUTE), backend, settings=Settings(cache_dir=tmp_path))
+    assert isinstance(router.blocks, KVBlocks) and backend.blocks is router.blocks
+    router = Router(registry, slb, FixedGate(Action.ROUTE), backend,
+                    settings=Settings(cache_dir=tmp_path, kv=KVSettings(blocks="off")))
+    assert router.blocks is None and backend.blocks is None
