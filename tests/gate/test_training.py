@@ -294,12 +294,11 @@ def test_the_segment_cosine_gate_can_start_from_a_compact_tuned_embedder(tmp_pat
     assert not torch.allclose(ours, packaged.network["encoder"].encoder.layer[0].output.dense.bias)
 
 
-def test_recalibrate_rebuilds_the_calibration_split_and_may_score_more_of_it(tmp_path):
-    """`nexus gate calibrate`: from the training data and the saved config the same split is rebuilt (same
-    calibration); a larger `max_calibration_turns` scores more of it and is recorded in the header."""
+def _tiny_gate(folder):
+    """A two-step gate on the synthetic registry, saved in `folder` (10 calibration turns per class)."""
     import torch
 
-    from nexus.gate.training import TrainConfig, recalibrate, train_gate
+    from nexus.gate.training import TrainConfig, train_gate
     from nexus.slb import HashEmbedder, SemanticLookasideBuffer
 
     torch.set_num_threads(1)
@@ -308,7 +307,16 @@ def test_recalibrate_rebuilds_the_calibration_split_and_may_score_more_of_it(tmp
     slb.sync(reg)
     config = TrainConfig(max_length=48, max_steps=2, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.3, k=6,
                          max_calibration_turns=10, calibration_sizes=(24,))
-    model, _ = train_gate(reg, slb, turns, self_supervised=False, config=config, out_dir=tmp_path / "gate")
+    model, _ = train_gate(reg, slb, turns, self_supervised=False, config=config, out_dir=folder)
+    return model, reg, slb, turns
+
+
+def test_recalibrate_rebuilds_the_calibration_split_and_may_score_more_of_it(tmp_path):
+    """`nexus gate calibrate`: from the training data and the saved config the same split is rebuilt (same
+    calibration); a larger `max_calibration_turns` scores more of it and is recorded in the header."""
+    from nexus.gate.training import recalibrate
+
+    model, reg, slb, turns = _tiny_gate(tmp_path / "gate")
     again = recalibrate(tmp_path / "gate", reg, slb, turns)
     assert again.calibration.fusion == pytest.approx(model.calibration.fusion, abs=1e-6)
     assert again.calibration.report["n_relevant"] == model.calibration.report["n_relevant"] == 10
@@ -322,19 +330,10 @@ def test_recalibrate_rebuilds_the_calibration_split_and_may_score_more_of_it(tmp
 def test_recalibrate_fits_dev_registries_too_and_fingerprints_them(tmp_path):
     """`nexus gate calibrate --dev D`: every turn of a dev registry is scored and fitted with the calibration split,
     and its tools are fingerprinted, so a benchmark on that registry is refused afterwards."""
-    import torch
-
     from nexus.gate.bench import OverlapError, check_disjoint
-    from nexus.gate.training import DevSet, TrainConfig, recalibrate, train_gate
-    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+    from nexus.gate.training import DevSet, recalibrate
 
-    torch.set_num_threads(1)
-    reg, turns = _synthetic_registry()
-    slb = SemanticLookasideBuffer(HashEmbedder())
-    slb.sync(reg)
-    config = TrainConfig(max_length=48, max_steps=2, groups_per_step=2, negatives=3, hard_pool=8, cal_fraction=0.3, k=6,
-                         max_calibration_turns=10, calibration_sizes=(24,))
-    model, _ = train_gate(reg, slb, turns, self_supervised=False, config=config, out_dir=tmp_path / "gate")
+    model, reg, slb, turns = _tiny_gate(tmp_path / "gate")
     assert check_disjoint(model, reg, allow_overlap=True)  # trained on its own registry: the check sees it
     model.header = replace(model.header, training={**model.header.training, "tools_fingerprint": {}})
     assert check_disjoint(model, reg) == []
