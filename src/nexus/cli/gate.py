@@ -26,8 +26,9 @@ def _nexus(registry, settings, cache: bool = True, model: Path | None = None, em
                                require_gate=True)
 
 
-def _slb(registry, settings, cache: bool = True):
-    return _nexus(registry, settings, cache).sync().slb
+def _slb(registry, settings, cache: bool = True, embedder=None):
+    """The SLB over `registry`, synced; `embedder` reuses an already loaded one (several registries, one model)."""
+    return _nexus(registry, settings, cache, embedder=embedder).sync().slb
 
 
 def _threads(n: int) -> None:
@@ -144,12 +145,13 @@ def calibrate(
     _threads(gs.threads)
     registry, turns = _training_data(tools, queries, data, exclude, skip_source, max_per_source, seed)
     cap = {} if max_calibration is None else {"max_calibration_turns": max_calibration or None}
+    slb = _slb(registry, settings)
     dev_sets = []
     for folder in dev:
         dev_registry = load_registry([folder / "tools.json"])
-        dev_sets.append(DevSet(folder.name, _slb(dev_registry, settings), dev_registry,
+        dev_sets.append(DevSet(folder.name, _slb(dev_registry, settings, embedder=slb.embedder), dev_registry,
                                _labelled([folder / "queries.jsonl"], dev_registry)))
-    refitted = recalibrate(model, registry, _slb(registry, settings), turns, dev=dev_sets, **cap)
+    refitted = recalibrate(model, registry, slb, turns, dev=dev_sets, **cap)
     print(json.dumps({"model": str(model), "calibration": refitted.calibration.report}, indent=2, default=str))
 
 
