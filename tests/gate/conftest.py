@@ -29,12 +29,12 @@ def tiny_groups() -> list[PairGroup]:
     return groups
 
 
-@pytest.fixture(scope="session", params=["segment-cosine", "cross-encoder"])
+@pytest.fixture(scope="session", params=["segment-cosine", "cross-encoder", "split-cosine"])
 def tiny_trained(request):
     """(scorer, groups, loss before, loss after): 30 steps on the planted groups, for each scorer kind."""
     import torch
 
-    from nexus.gate.cross_encoder import make_scorer
+    from nexus.gate.scorers import make_scorer
     from nexus.gate.training import TrainConfig, fit_scorer, init_head, mean_loss
 
     torch.set_num_threads(1)

@@ -34,10 +34,10 @@ def test_tiny_training_ranks_the_planted_positive_first(tiny_trained):
 
 
 def _model(scorer, quantize=False):
-    from nexus.gate.cross_encoder import SCORERS
     from nexus.gate.model import GateHeader
+    from nexus.gate.scorers import scorer_kind
 
-    kind = next(k for k, cls in SCORERS.items() if isinstance(scorer, cls))
+    kind = scorer_kind(scorer)
     header = GateHeader(base_model="all-MiniLM-L6-v2", embedder_id="hash:64", slb_weights={"lexical": 0.3, "name_bonus": 1.0},
                         top_k=10, max_length=scorer.max_length, quantize=quantize, training={"data_hash": "x"}, calibration={},
                         scorer=kind)
@@ -107,7 +107,7 @@ def test_refuses_mismatched_or_corrupt_models(tiny_trained, tmp_path):
 def test_scorer_rejects_a_folder_without_config(tmp_path):
     from nexus.errors import ModelError
 
-    from nexus.gate.cross_encoder import make_scorer
+    from nexus.gate.scorers import make_scorer
 
     with pytest.raises(ModelError, match="config.json"):
         CrossEncoderScorer(tmp_path)

@@ -260,18 +260,6 @@ class SegmentCosineScorer(_TorchPairScorer):
         (Path(folder) / self.HEAD_FILE).write_text(json.dumps({"scale": float(head.scale.detach()), "bias": float(head.bias.detach())}))
 
 
-SCORERS = {"cross-encoder": CrossEncoderScorer, "segment-cosine": SegmentCosineScorer}
-
-
-def make_scorer(kind: str, path: str | Path | None = None, **kwargs: Any) -> Any:
-    """Build a scorer from the table; unknown kinds are errors, never a silent default."""
-    try:
-        cls = SCORERS[kind]
-    except KeyError:
-        raise ModelError(f"unknown scorer kind {kind!r}; choose one of {', '.join(SCORERS)}") from None
-    return cls(path, **kwargs)
-
-
 _WORD = re.compile(r"[a-z0-9]+")
 
 

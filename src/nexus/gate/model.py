@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from nexus.errors import ModelError
-from nexus.gate.cross_encoder import SCORERS, PairScorer, make_scorer
+from nexus.gate.cross_encoder import PairScorer
+from nexus.gate.scorers import SCORERS, make_scorer, scorer_kind
 from nexus.gate.probabilities import GateCalibration
 from nexus.slb.store import file_sha256
 
@@ -41,7 +42,7 @@ class GateHeader:
     quantize: bool
     training: dict
     calibration: dict
-    scorer: str = "cross-encoder"      # kind in cross_encoder.SCORERS
+    scorer: str = "cross-encoder"      # kind in scorers.SCORERS
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
@@ -69,7 +70,7 @@ class GateModel:
         """An in-memory gate around any scorer, bound to `slb`'s embedder and weights (identity calibration
         unless given): for tests, fakes, and as the starting point of calibration."""
         cal = calibration or GateCalibration.identity()
-        kind = next((k for k, cls in SCORERS.items() if isinstance(scorer, cls)), "cross-encoder")
+        kind = scorer_kind(scorer)
         header = GateHeader(base_model=base_model or getattr(scorer, "id", "unknown"), embedder_id=slb.embedder.id, scorer=kind,
                             slb_weights={"lexical": slb.weights.lexical, "name_bonus": slb.weights.name_bonus},
                             top_k=10, max_length=getattr(scorer, "max_length", 0), quantize=bool(getattr(scorer, "quantized", False)),

@@ -29,7 +29,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from nexus.errors import NexusError
-from nexus.gate.cross_encoder import CrossEncoderScorer, make_scorer, tool_text
+from nexus.gate.cross_encoder import CrossEncoderScorer, tool_text
+from nexus.gate.scorers import make_scorer
 from nexus.gate.data import (
     LabelledTurn, PairGroup, TrainingDataError, data_hash, equivalence_key, self_supervised_turns, tools_fingerprint,
     queries_fingerprint,
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class TrainConfig:
     base_model: str | None = None       # HF folder; None: the packaged all-MiniLM-L6-v2
-    scorer: str = "segment-cosine"       # segment-cosine | cross-encoder (a HF one-logit classifier; see cross_encoder.SCORERS)
+    scorer: str = "segment-cosine"       # segment-cosine | cross-encoder (a HF one-logit classifier; see scorers.SCORERS)
     max_length: int = 96
     negatives: int = 5                  # per group, mined from the SLB
     hard_pool: int = 30                 # negatives come from the SLB's top `hard_pool`

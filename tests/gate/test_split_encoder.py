@@ -1,0 +1,71 @@
+"""The split scorer: cached tool states give the same scores as computing both segments afresh, a tool's cached
+states do not depend on the turn they were first scored with, and trained weights never meet stale states."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nexus.gate.split_encoder import SplitCosineScorer
+
+from .conftest import DISTRACTORS, PLANTED, PLANTED_QUERY
+
+DOCS = [PLANTED, *DISTRACTORS]
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    import torch
+
+    torch.set_num_threads(1)
+    return SplitCosineScorer(None, max_length=64, seed=0)
+
+
+def _uncached(scorer: SplitCosineScorer, turns, docs) -> np.ndarray:
+    import torch
+
+    scorer.network.eval()
+    with torch.inference_mode():
+        return scorer.logits(scorer.encode(turns, docs)).float().numpy()
+
+
+def test_cached_scores_equal_both_segments_computed_afresh(scorer):
+    turns = [PLANTED_QUERY] * len(DOCS)
+    fresh = _uncached(scorer, turns, DOCS)
+    assert scorer.score(turns, DOCS) == pytest.approx(fresh, abs=1e-5)
+    # second call: every tool's lower states now come from the cache
+    assert set(DOCS) <= set(scorer._cache)
+    assert scorer.score(turns, DOCS) == pytest.approx(fresh, abs=1e-5)
+
+
+def test_a_tools_cached_states_do_not_depend_on_the_first_turn(scorer):
+    other = SplitCosineScorer(None, max_length=64, seed=0)
+    other.score(["book a table for two tonight"] * len(DOCS), DOCS)   # fills the cache under another turn
+    mixed = ["what is the weather in Paris", PLANTED_QUERY, "what is the weather in Paris"]
+    docs = [DOCS[1], DOCS[0], DOCS[2]]
+    assert other.score(mixed, docs) == pytest.approx(_uncached(scorer, mixed, docs), abs=1e-5)
+
+
+def test_training_mode_drops_cached_states(scorer):
+    import torch
+
+    scorer.score([PLANTED_QUERY] * len(DOCS), DOCS)
+    scorer.network.train()
+    with torch.no_grad():
+        scorer.logits(scorer.encode([PLANTED_QUERY], [PLANTED]))
+    scorer.network.eval()
+    assert not scorer._cache
+
+
+def test_the_split_point_is_checked_and_saved(scorer, tmp_path):
+    from nexus.gate.scorers import make_scorer
+
+    with pytest.raises(ValueError, match="joint_from"):
+        SplitCosineScorer(None, max_length=64, joint_from=9)
+    scorer.joint_from = 5
+    try:
+        scorer.save(tmp_path)
+    finally:
+        scorer.joint_from = 4
+    loaded = make_scorer("split-cosine", tmp_path, max_length=64)
+    assert (loaded.joint_from, loaded.turn_tokens, loaded.tool_offset) == (5, scorer.turn_tokens, scorer.tool_offset)
