@@ -50,10 +50,30 @@ def route_native_logs() -> None:
     L.llama_log_set(to_logging, ctypes.c_void_p(0))
 
 
-class GGUFModel:
-    """A loaded GGUF model: weights, vocabulary, metadata."""
+def cpu_reports_amx(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU flags (`/proc/cpuinfo`, or the text given) list Intel AMX tiles.
 
-    def __init__(self, path: str | Path, *, n_gpu_layers: int = 0, verbose: bool = False):
+    >>> cpu_reports_amx("flags : fpu avx2 amx_tile amx_int8"), cpu_reports_amx("flags : fpu avx2")
+    (True, False)
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+    return any(line.startswith("flags") and "amx_tile" in line.split() for line in cpuinfo.splitlines())
+
+
+class GGUFModel:
+    """A loaded GGUF model: weights, vocabulary, metadata.
+
+    `extra_buffers`: llama.cpp's extra weight layouts (AMX tiles, repacked CPU blocks); None: on unless the CPU
+    reports AMX. On a Xeon VM that lists `amx_tile` (and grants the AMX permission) the first decode died with
+    SIGILL at `tileloadd` in libggml-cpu: the hypervisor does not keep the tile state. The plain CPU kernels
+    (AVX-512 there) run everywhere."""
+
+    def __init__(self, path: str | Path, *, n_gpu_layers: int = 0, verbose: bool = False,
+                 extra_buffers: bool | None = None):
         L = _lib()
         if not verbose:
             route_native_logs()
@@ -63,6 +83,7 @@ class GGUFModel:
         L.llama_backend_init()
         params = L.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
+        params.use_extra_bufts = not cpu_reports_amx() if extra_buffers is None else extra_buffers
         self.path = path
         self.ptr = L.llama_model_load_from_file(str(path).encode("utf-8"), params)
         if not self.ptr:
