@@ -132,10 +132,10 @@ class Router:
                  k: int = 10, prompts: PromptBuilder | None = None, max_arg_tokens: int = 256,
                  settings: Settings | None = None):
         self.registry, self.slb, self.gate, self.backend, self.k = registry, slb, gate, backend, k
-        self.caller = ToolCaller(backend, registry, prompts, max_arg_tokens)
+        settings = settings or Settings()
+        self.caller = ToolCaller(backend, registry, prompts, max_arg_tokens, shortlist_view=settings.shortlist_view)
         self._full_tokens: tuple[str, int] | None = None
         # compiled schema KV blocks for ROUTE / SHORTLIST prompts wherever the backend can take them (NEXUS_KV_BLOCKS)
-        settings = settings or Settings()
         self.blocks = attach_blocks(backend, settings) if settings.kv.blocks == "on" else detach_blocks(backend)
 
     def warm(self) -> int:

@@ -1,9 +1,12 @@
 """The LLM path of one turn: the gate's decision in, a validated tool call (or a plain answer) out.
 
-ROUTE shows the routed tool's full schema and decodes only its arguments; SHORTLIST shows the candidates'
-signatures and lets the model pick a name first; FALLBACK shows every full schema. Lists are shown best-ranked
-last (next to the request), and the model's pick is fused with the gate's belief (`rank_prior`): a model
-overrides the gate only when it is confident. Arguments are decoded
+ROUTE shows the routed tool's full schema and decodes only its arguments; SHORTLIST lets the model pick a name
+first; FALLBACK shows every full schema. A SHORTLIST shows (`shortlist_view`) either the gate's top candidate's
+full schema first — where a KV block can fill it, as on ROUTE — then the other candidates' signatures, so that
+when the model keeps the top candidate its arguments continue the same prompt ("top-schema"); or every
+candidate's signature ("signature"). A name picked from a signature gets a second prompt with its full schema.
+Signatures are shown best-ranked last (next to the request), and the model's pick is fused with the gate's belief
+(`rank_prior`): a model overrides the gate only when it is confident. Arguments are decoded
 under the chosen tool's JSON-Schema grammar and validated with `jsonschema` against the full schema. An
 invalid call gets one repair (the tool's full schema, the rejected JSON and the validator's message), then
 the FALLBACK path; NO_TOOL turns get a plain answer.
@@ -26,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 from jsonschema import validators
 
+from nexus.errors import ConfigError
 from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
@@ -35,6 +39,7 @@ from nexus.registry import Registry
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS = 64
+SHORTLIST_VIEWS = ("top-schema", "signature", "one-prompt")
 
 
 def rank_prior(p_top1: float, n: int) -> list[float]:
@@ -82,7 +87,11 @@ class ToolCaller:
     """Runs the LLM path for decisions over one registry."""
 
     def __init__(self, backend: LLMBackend, registry: Registry, prompts: PromptBuilder | None = None,
-                 max_arg_tokens: int = 256, fuse_prior: bool = True, normalise: bool = True):
+                 max_arg_tokens: int = 256, fuse_prior: bool = True, normalise: bool = True,
+                 shortlist_view: str = "one-prompt"):
+        if shortlist_view not in SHORTLIST_VIEWS:
+            raise ConfigError(f"unknown shortlist view {shortlist_view!r}; choose one of {', '.join(SHORTLIST_VIEWS)}")
+        self.shortlist_view = shortlist_view
         self.backend = backend
         self.normalise = normalise
         self.fuse_prior = fuse_prior
@@ -126,9 +135,15 @@ class ToolCaller:
         return turn if self.normalise else None
 
     # -- prompts -----------------------------------------------------------------------------------
+    @staticmethod
+    def shows_schema(view: str, keys: Sequence[str], key: str) -> bool:
+        """Whether `view` shows `key` (one of `keys`) with its full schema: every key ("schema"), none
+        ("signature"), or only the first ("top-schema")."""
+        return view == "schema" or (view == "top-schema" and key == keys[0])
+
     def tool_lines(self, keys: Sequence[str], view: str) -> list[str]:
-        render = schema_line if view == "schema" else signature_line
-        return [render(key, self.registry.get(key)) for key in keys]
+        return [(schema_line if self.shows_schema(view, keys, key) else signature_line)(key, self.registry.get(key))
+                for key in keys]
 
     def fitting_keys(self, turn: str, keys: Sequence[str], history: Sequence[Exchange] = ()) -> list[str]:
         """The longest prefix of `keys` whose full schemas fit the context with room for the call."""
@@ -145,10 +160,10 @@ class ToolCaller:
 
     # -- the path ----------------------------------------------------------------------------------
     def attempt(self, turn: str, keys: Sequence[str], view: str, history: Sequence[Exchange] = (),
-                prior: Sequence[float] | None = None, blocks: bool = False) -> _Attempt:
-        """Show `keys` in this order (as full schemas or signatures), pick one (unless there is one) — fused with
-        `prior`, one probability per key, when given — and decode its arguments. `blocks`: the tool lines may
-        come from compiled KV blocks (ROUTE and SHORTLIST; FALLBACK and the baselines prefill them)."""
+                prior: Sequence[float] | None = None, blocks: bool = False, schema_prompt: bool = True) -> _Attempt:
+        """Show `keys` in this order (`view`: as full schemas, signatures, or the first as a schema), pick one (unless
+        there is one) — fused with `prior`, one probability per key, when given — and decode its arguments. `blocks`:
+        the tool lines may come from compiled KV blocks (ROUTE and SHORTLIST; FALLBACK and the baselines prefill them)."""
         call = self.prompts.call_prompt(turn, self.tool_lines(keys, view), history, blocks=blocks)
         chosen = 0
         if len(keys) == 1:
@@ -156,7 +171,7 @@ class ToolCaller:
         else:
             selection = self.backend.choose(call, list(keys), prior)
             key, chosen = selection.option, selection.prefilled_tokens
-        if view != "schema":  # a name picked from signatures: its arguments are written against its full schema
+        if schema_prompt and not self.shows_schema(view, keys, key):  # picked from a signature: against the full schema
             call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history, blocks=blocks)
         prompt = self.prompts.arguments_prompt(call, key)
         generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn)),
@@ -174,8 +189,14 @@ class ToolCaller:
         elif decision.action is Action.SHORTLIST:
             ranked = [h.key for h in decision.candidates]
             prior = rank_prior(decision.p_top1, len(ranked)) if self.fuse_prior else None
-            # best-ranked last, next to the request: small models pick what they read last (measured)
-            first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None, blocks=True)
+            # signatures best-ranked last, next to the request: small models pick what they read last (measured);
+            # top-schema puts the top candidate's schema first, at the KV blocks' anchor
+            order = list(range(len(ranked)))[::-1]
+            if self.shortlist_view == "top-schema":
+                order = order[-1:] + order[:-1]
+            one = self.shortlist_view == "one-prompt"
+            first = self.attempt(turn, [ranked[i] for i in order], "signature" if one else self.shortlist_view, history,
+                                 [prior[i] for i in order] if prior else None, blocks=True, schema_prompt=not one)
         else:
             return self._fallback(turn, decision, history, fallback_order, attempts=0, errors=())
         common = dict(prompt_tokens=first.generation.prompt_tokens, prefilled_tokens=first.prefilled_tokens,
