@@ -117,6 +117,12 @@ class Settings(BaseSettings):
     openai_model: str = Field("local", description="model name sent to the OpenAI-compatible server")
     n_ctx: int = Field(8192, description="LLM context window used by the llama.cpp backend")
     n_threads: int = Field(2, description="CPU threads for llama.cpp")
+    # one-prompt since session 6: on dev split D3 (`nexus bench latency --sizes 10,25 --limit 20`) the same tools,
+    # arguments right 0.45 / 0.65 vs 0.40 / 0.55 with the second prompt, TTFAT p50 -29..-41 % (nexus), -6..-22 % (nexus_kv)
+    shortlist_view: Literal["top-schema", "signature", "one-prompt"] = Field("one-prompt", description="a SHORTLIST prompt: "
+        "one-prompt (the candidates' signatures; the chosen tool's arguments continue that prompt, under its full "
+        "schema's grammar) | signature (the same, then a second prompt with the chosen tool's full schema) | top-schema "
+        "(the gate's top candidate's full schema, then the others' signatures)")
     serve: ServeSettings = Field(default_factory=ServeSettings, description="the servers (env prefix NEXUS_SERVE_)")
     gate: GateSettings = Field(default_factory=GateSettings, description="the boundary gate (env prefix NEXUS_GATE_; "
                                "NEXUS_GATE_K is the SLB candidates every command hands the gate)")
