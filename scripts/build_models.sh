@@ -29,7 +29,12 @@ NEXUS_EMBEDDER=minilm run $NEXUS slb tune --data "$WORK/bfcl_pool" --data "$DATA
 NEXUS_EMBEDDER="$WORK/embedder" run $NEXUS gate train --data "$WORK/bfcl_pool" --data "$DATA/train" "${EXCLUDE[@]}" \
   --no-self --max-per-source "$CAP" --max-calibration 400 --steps "$STEPS" --base "$WORK/embedder" --seed 0 \
   --out "$WORK/gate" --json "$WORK/gate-train.json"
-# 5. compact copies into models/ (changed tensors in fp16, rebuilt on the packaged MiniLM when loaded)
+# 5. the shipped gate reads each tool's text alone in its lower four layers (split-cosine: the tool side is cached,
+#    ~4x less work a turn); a short fine-tune from the joint gate's weights teaches it that reading
+NEXUS_EMBEDDER="$WORK/embedder" run $NEXUS gate train --data "$WORK/bfcl_pool" --data "$DATA/train" "${EXCLUDE[@]}" \
+  --no-self --max-per-source "$CAP" --max-calibration 400 --steps "${SPLIT_STEPS:-150}" --base "$WORK/gate" \
+  --scorer split-cosine --seed 0 --out "$WORK/gate-split" --json "$WORK/gate-split-train.json"
+# 6. compact copies into models/ (changed tensors in fp16, rebuilt on the packaged MiniLM when loaded)
 rm -rf models/embedder && mkdir -p models && cp -r "$WORK/embedder" models/embedder
-run $NEXUS gate export --model "$WORK/gate" --out models/gate
+run $NEXUS gate export --model "$WORK/gate-split" --out models/gate
 du -sh models/*

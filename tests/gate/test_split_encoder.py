@@ -69,3 +69,23 @@ def test_the_split_point_is_checked_and_saved(scorer, tmp_path):
         scorer.joint_from = 4
     loaded = make_scorer("split-cosine", tmp_path, max_length=64)
     assert (loaded.joint_from, loaded.turn_tokens, loaded.tool_offset) == (5, scorer.turn_tokens, scorer.tool_offset)
+
+
+def test_weights_changed_in_place_never_meet_stale_states(scorer):
+    """Regression: a deep copy carried the cache, then its weights were rounded (`load_state_dict`) — the copy kept
+    scoring with the old weights' tool states."""
+    import copy
+
+    import torch
+
+    scorer.score([PLANTED_QUERY] * len(DOCS), DOCS)
+    changed = copy.deepcopy(scorer)
+    state = changed.network.state_dict()
+    torch.manual_seed(1)
+    weight = state["encoder.encoder.layer.0.output.dense.weight"]
+    with torch.no_grad():
+        weight += 0.05 * torch.randn_like(weight)
+    changed.network.load_state_dict(state)
+    turns = [PLANTED_QUERY] * len(DOCS)
+    assert changed.score(turns, DOCS) == pytest.approx(_uncached(changed, turns, DOCS), abs=1e-5)
+    assert not np.allclose(changed.score(turns, DOCS), scorer.score(turns, DOCS), atol=1e-3)

@@ -25,7 +25,7 @@ from nexus.gate.cross_encoder import DEFAULT_MAX_LENGTH, SegmentCosineScorer
 JOINT_FROM = 4       # layers below run per segment; chosen on dev registries D3 and DB (README, gate speed)
 TURN_TOKENS = 32     # the turn's budget, [CLS] and [SEP] included (a BFCL request is ~20 tokens)
 TOOL_OFFSET = 24     # position of a tool's first token (where it sits behind a typical turn in the joint model)
-CACHE_TOOLS = 8192   # tool texts whose lower-layer states are kept (LRU); ~100 kB each in fp32
+CACHE_TOOLS = 4096   # tool texts whose lower-layer states are kept (LRU): ~100 kB each in fp32, ~400 MB at most
 
 
 def upper_share(layers: int, joint_from: int) -> float:
@@ -41,6 +41,7 @@ class SplitCosineScorer(SegmentCosineScorer):
                  seed: int = 0, quantize: bool = False, scale: float = 20.0, joint_from: int | None = None,
                  turn_tokens: int | None = None, tool_offset: int | None = None):
         self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._stamp: tuple[float, ...] = ()
         super().__init__(path, max_length=max_length, batch_size=batch_size, seed=seed, quantize=quantize, scale=scale)
         saved = Path(path) / self.HEAD_FILE if path else None
         params = json.loads(saved.read_text()) if saved is not None and saved.is_file() else {}
@@ -134,7 +135,16 @@ class SplitCosineScorer(SegmentCosineScorer):
                 out.append(self._upper(turn_h[idx], turn_mask[idx], doc_h, doc_mask).float().numpy())
         return np.concatenate(out).astype(np.float32)
 
+    def _weights_stamp(self) -> tuple[float, ...]:
+        """A cheap fingerprint of the weights the cached states came from (a strided sample of each parameter):
+        weights loaded or rounded in place (`load_state_dict`, a deep copy then changed) must not meet stale states."""
+        return tuple(float(p.detach().reshape(-1)[::4093].sum()) for p in self.network["encoder"].parameters())
+
     def _doc_states(self, docs: Sequence[str]) -> list[Any]:
+        stamp = self._weights_stamp()
+        if stamp != self._stamp:
+            self._cache.clear()
+            self._stamp = stamp
         missing = [d for d in dict.fromkeys(docs) if d not in self._cache]
         for start in range(0, len(missing), self.batch_size):
             chunk = missing[start:start + self.batch_size]

@@ -278,7 +278,7 @@ def score_turns(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, regist
 
 def score_calibration(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry: Registry,
                       cal_rel: Sequence[LabelledTurn], cal_nt: Sequence[LabelledTurn], config: TrainConfig,
-                      absent: set[str] = frozenset()) -> list[ScoredTurn]:
+                      absent: set[str] = frozenset(), progress: Callable[[int, int], None] | None = None) -> list[ScoredTurn]:
     """Score the calibration split at each of `config.calibration_sizes` (sub-registries that always hold the
     calibration turns' own tools plus random others), so the probabilities learn how registry size matters."""
     gold = {k for t in cal_rel for k in t.tools}
@@ -287,11 +287,13 @@ def score_calibration(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, 
     sizes = sorted({min(max(n, len(gold)), visible) for n in config.calibration_sizes} or {visible})
     rng = random.Random(config.seed + 4)
     scored: list[ScoredTurn] = []
-    for size in sizes:
+    for i, size in enumerate(sizes):
         keep = set(rng.sample(others, max(0, min(len(others), size - len(gold)))))
         hidden = set(absent) | {k for k in others if k not in keep}
         scored += score_turns(scorer, slb, registry, cal_rel, config.k, hidden)
         scored += score_turns(scorer, slb, registry, cal_nt, config.k, hidden)
+        if progress:  # one line per registry size: scoring ~2,300 turns takes minutes
+            progress((i + 1) * (len(cal_rel) + len(cal_nt)), len(sizes) * (len(cal_rel) + len(cal_nt)))
     return scored
 
 
@@ -447,12 +449,9 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     infer = copy.deepcopy(scorer)
     if config.quantize:
         infer.quantize()
-    if progress:
-        progress("calibrate", 0, 1, float("nan"))
+    turns_done = (lambda done, total: progress("calibrate", done, total, float("nan"))) if progress else None
     calibration, scored = calibrate(infer, slb, registry, cal_rel, cal_nt, config, absent, config.targets,
-                                    synthetic=not relevant)
-    if progress:
-        progress("calibrate", 1, 1, float("nan"))
+                                    synthetic=not relevant, progress=turns_done)
     digest = data_hash(groups, {"config": asdict(config), "cal": [(t.id, t.tools) for t in cal_rel + cal_nt]})
     report = TrainReport(steps, seconds, loss_before, loss_after, counts, calibration.report, digest)
     header = GateHeader(
@@ -479,10 +478,11 @@ MIN_CALIBRATION_TURNS = 50  # distinct labelled relevant turns below which ROUTE
 
 def calibrate(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry: Registry,
               cal_rel: Sequence[LabelledTurn], cal_nt: Sequence[LabelledTurn], config: TrainConfig, absent: set[str],
-              targets: RiskTargets, synthetic: bool, extra: Sequence[ScoredTurn] = ()) -> tuple[GateCalibration, list[ScoredTurn]]:
+              targets: RiskTargets, synthetic: bool, extra: Sequence[ScoredTurn] = (),
+              progress: Callable[[int, int], None] | None = None) -> tuple[GateCalibration, list[ScoredTurn]]:
     """Score the calibration split and fit the probabilities and thresholds (`synthetic`: the relevant turns
     are pseudo-queries; `extra`: scored dev turns fitted with them); returns the calibration and the scored turns."""
-    scored = score_calibration(scorer, slb, registry, cal_rel, cal_nt, config, absent) + list(extra)
+    scored = score_calibration(scorer, slb, registry, cal_rel, cal_nt, config, absent, progress) + list(extra)
     n_labelled = len(cal_rel) + sum(1 for t in extra if not t.no_tool)
     return _guarded(fit_calibration(scored, targets), synthetic and not extra, n_labelled), scored
 
