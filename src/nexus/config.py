@@ -34,9 +34,7 @@ class GateSettings(BaseSettings):
     model: Path | None = Field(None, description="trained gate folder; default <cache_dir>/gate/default")
     base_model: Path | None = Field(None, description="Hugging Face cross-encoder/encoder folder to train from; default packaged MiniLM")
     scorer: str = Field("segment-cosine", description="how the base model scores a pair: segment-cosine (an encoder, "
-                        "e.g. MiniLM, reading turn and tool jointly) | split-cosine (the same encoder with its lower "
-                        "layers per segment and the tool side cached: ~4x faster a turn) | cross-encoder (a Hugging "
-                        "Face one-logit reranker folder)")
+                        "e.g. MiniLM) | cross-encoder (a Hugging Face one-logit reranker folder)")
     k: int = Field(10, description="SLB candidates the gate rescores")
     shortlist_k: int = Field(5, description="signatures a SHORTLIST decision hands the LLM (more for multi-call turns)")
     context_turns: int = Field(2, description="recent user turns a follow-up turn is read with")
@@ -118,11 +116,11 @@ class Settings(BaseSettings):
     n_ctx: int = Field(8192, description="LLM context window used by the llama.cpp backend")
     n_threads: int = Field(2, description="CPU threads for llama.cpp")
     # one-prompt since session 6: on dev split D3 (`nexus bench latency --sizes 10,25 --limit 20`) the same tools,
-    # arguments right 0.45 / 0.65 vs 0.40 / 0.55 with the second prompt, TTFAT p50 -29..-41 % (nexus), -6..-22 % (nexus_kv)
-    shortlist_view: Literal["top-schema", "signature", "one-prompt"] = Field("one-prompt", description="a SHORTLIST prompt: "
-        "one-prompt (the candidates' signatures; the chosen tool's arguments continue that prompt, under its full "
-        "schema's grammar) | signature (the same, then a second prompt with the chosen tool's full schema) | top-schema "
-        "(the gate's top candidate's full schema, then the others' signatures)")
+    # arguments right 0.45 / 0.65 vs 0.40 / 0.55 with two prompts, TTFAT p50 -29..-41 % (nexus), -6..-22 % (nexus_kv);
+    # showing the gate's top candidate's full schema first instead lost 10-15 points of tool accuracy (README)
+    shortlist_view: Literal["one-prompt", "two-prompts"] = Field("one-prompt", description="a SHORTLIST turn: one-prompt "
+        "(the model picks from the candidates' signatures and its arguments continue that prompt, under the picked tool's "
+        "full-schema grammar) | two-prompts (the arguments in a second prompt that shows the picked tool's full schema)")
     serve: ServeSettings = Field(default_factory=ServeSettings, description="the servers (env prefix NEXUS_SERVE_)")
     gate: GateSettings = Field(default_factory=GateSettings, description="the boundary gate (env prefix NEXUS_GATE_; "
                                "NEXUS_GATE_K is the SLB candidates every command hands the gate)")

@@ -52,7 +52,7 @@ def test_route_shows_only_the_routed_schema_and_constrains_its_arguments(registr
 
 def test_shortlist_shows_signatures_and_lets_the_model_choose(registry):
     backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_time"])
-    call = ToolCaller(backend, registry, shortlist_view="signature").call("time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time"))
+    call = ToolCaller(backend, registry, shortlist_view="two-prompts").call("time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time"))
     assert (call.tool, call.arguments, call.path) == ("get_time", {"timezone": "Asia/Tokyo"}, Action.SHORTLIST)
     (kind, prompt, options), (_, args_prompt, grammar) = backend.calls
     assert kind == "choose" and options == ("get_time", "get_weather")  # best-ranked last, next to the request
@@ -60,47 +60,34 @@ def test_shortlist_shows_signatures_and_lets_the_model_choose(registry):
     assert prior[-1] == pytest.approx(0.9) and sum(prior) == pytest.approx(1.0)  # the gate's p_top1 on its top pick
     tools_block = prompt.text.split("Tools:\n")[-1]
     assert "get_time(timezone)" in tools_block and "  timezone:" not in tools_block  # signatures, not schemas
-    # the picked tool's arguments are written against its full schema alone (after the same request)
+    # with two prompts, the picked tool's arguments are written against its full schema alone (after the same request)
     assert args_prompt.text.endswith("get_time(timezone:str) Current time in a timezone.\n  timezone: str\n"
                                      "Request: time in Tokyo?\nTool: get_time\nArguments:")
     assert "get_weather(" not in args_prompt.text.split("Tools:\n")[-1]
     assert grammar == arguments_gbnf(TIME.input_schema, "time in Tokyo?")
 
 
-def test_top_schema_shortlist_decodes_the_kept_top_candidate_in_the_same_prompt(registry):
-    """One prompt per SHORTLIST turn when the model keeps the gate's top pick: its full schema comes first (the KV
-    blocks' anchor), the others' signatures after it, and the arguments continue the name choice's prompt, so the
-    request is prefilled once (with the "signature" view it is prefilled again behind the chosen schema)."""
-    backend = ScriptedBackend(arguments=['{"city": "Oslo"}'], choices=["get_weather"])
-    caller = ToolCaller(backend, registry, shortlist_view="top-schema")
-    call = caller.call("weather in Oslo?", decision(Action.SHORTLIST, "get_weather", "send_email", "get_time"))
-    assert (call.tool, call.arguments, call.valid, call.path, call.attempts) == (
-        "get_weather", {"city": "Oslo"}, True, Action.SHORTLIST, 1)
-    (kind, prompt, options), (_, args_prompt, grammar) = backend.calls
-    assert kind == "choose" and options == ("get_weather", "get_time", "send_email")  # top first, then best-ranked last
-    assert backend.priors[0][0] == pytest.approx(0.9)
-    tools_block = prompt.text.split("Tools:\n")[-1]
-    assert tools_block.startswith("get_weather(city:str, days?:int) Current weather for a city.\n  city: City name\n")
-    assert "get_time(timezone)" in tools_block and "send_email(to, subject)" in tools_block and "  to:" not in tools_block
-    assert args_prompt == caller.prompts.arguments_prompt(prompt, "get_weather")  # the same prompt, continued
-    assert call.prefilled_tokens == backend.count_tokens(args_prompt)  # every token computed once
-    assert grammar == arguments_gbnf(WEATHER.input_schema, "weather in Oslo?")
-
-
-def test_top_schema_shortlist_writes_another_pick_against_its_full_schema(registry):
+def test_a_shortlist_pick_writes_its_arguments_in_the_same_prompt(registry):
+    """One prompt per SHORTLIST turn (the default): the arguments continue the name choice's prompt, so every token,
+    the request's included, is computed once (with "two-prompts" the request is prefilled again behind the picked
+    tool's schema); the grammar is still the picked tool's full schema."""
     backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_time"])
-    call = ToolCaller(backend, registry, shortlist_view="top-schema").call(
-        "time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time"))
-    assert (call.tool, call.arguments, call.valid) == ("get_time", {"timezone": "Asia/Tokyo"}, True)
-    args_prompt = backend.calls[1][1]
-    assert args_prompt.text.endswith("Tools:\nget_time(timezone:str) Current time in a timezone.\n  timezone: str\n"
-                                     "Request: time in Tokyo?\nTool: get_time\nArguments:")
+    caller = ToolCaller(backend, registry)
+    call = caller.call("time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time", "send_email"))
+    assert (call.tool, call.arguments, call.valid, call.path, call.attempts) == (
+        "get_time", {"timezone": "Asia/Tokyo"}, True, Action.SHORTLIST, 1)
+    (kind, prompt, options), (_, args_prompt, grammar) = backend.calls
+    assert kind == "choose" and options == ("send_email", "get_time", "get_weather")  # best-ranked last
+    assert args_prompt == caller.prompts.arguments_prompt(prompt, "get_time")  # the same prompt, continued
+    assert "  timezone:" not in args_prompt.text.split("Tools:\n")[-1]  # signatures only
+    assert call.prefilled_tokens == backend.count_tokens(args_prompt)  # every token computed once
+    assert grammar == arguments_gbnf(TIME.input_schema, "time in Tokyo?")
 
 
 def test_an_unknown_shortlist_view_is_an_error(registry):
     from nexus.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="unknown shortlist view 'schemas'; choose one of top-schema, signature"):
+    with pytest.raises(ConfigError, match="unknown shortlist view 'schemas'; choose one of one-prompt, two-prompts"):
         ToolCaller(ScriptedBackend(), registry, shortlist_view="schemas")
 
 

@@ -1,12 +1,11 @@
 """The LLM path of one turn: the gate's decision in, a validated tool call (or a plain answer) out.
 
-ROUTE shows the routed tool's full schema and decodes only its arguments; SHORTLIST lets the model pick a name
-first; FALLBACK shows every full schema. A SHORTLIST shows (`shortlist_view`) either the gate's top candidate's
-full schema first — where a KV block can fill it, as on ROUTE — then the other candidates' signatures, so that
-when the model keeps the top candidate its arguments continue the same prompt ("top-schema"); or every
-candidate's signature ("signature"). A name picked from a signature gets a second prompt with its full schema.
-Signatures are shown best-ranked last (next to the request), and the model's pick is fused with the gate's belief
-(`rank_prior`): a model overrides the gate only when it is confident. Arguments are decoded
+ROUTE shows the routed tool's full schema and decodes only its arguments; SHORTLIST shows the candidates'
+signatures and lets the model pick a name first, then its arguments continue the same prompt ("one-prompt": the
+request is prefilled once) or, with "two-prompts", are written in a second prompt against the picked tool's full
+schema (`shortlist_view`); FALLBACK shows every full schema. Lists are shown best-ranked last (next to the request),
+and the model's pick is fused with the gate's belief (`rank_prior`): a model overrides the gate only when it is
+confident. Arguments are decoded
 under the chosen tool's JSON-Schema grammar and validated with `jsonschema` against the full schema. An
 invalid call gets one repair (the tool's full schema, the rejected JSON and the validator's message), then
 the FALLBACK path; NO_TOOL turns get a plain answer.
@@ -39,7 +38,7 @@ from nexus.registry import Registry
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS = 64
-SHORTLIST_VIEWS = ("top-schema", "signature", "one-prompt")
+SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 
 
 def rank_prior(p_top1: float, n: int) -> list[float]:
@@ -135,15 +134,9 @@ class ToolCaller:
         return turn if self.normalise else None
 
     # -- prompts -----------------------------------------------------------------------------------
-    @staticmethod
-    def shows_schema(view: str, keys: Sequence[str], key: str) -> bool:
-        """Whether `view` shows `key` (one of `keys`) with its full schema: every key ("schema"), none
-        ("signature"), or only the first ("top-schema")."""
-        return view == "schema" or (view == "top-schema" and key == keys[0])
-
     def tool_lines(self, keys: Sequence[str], view: str) -> list[str]:
-        return [(schema_line if self.shows_schema(view, keys, key) else signature_line)(key, self.registry.get(key))
-                for key in keys]
+        render = schema_line if view == "schema" else signature_line
+        return [render(key, self.registry.get(key)) for key in keys]
 
     def fitting_keys(self, turn: str, keys: Sequence[str], history: Sequence[Exchange] = ()) -> list[str]:
         """The longest prefix of `keys` whose full schemas fit the context with room for the call."""
@@ -160,9 +153,10 @@ class ToolCaller:
 
     # -- the path ----------------------------------------------------------------------------------
     def attempt(self, turn: str, keys: Sequence[str], view: str, history: Sequence[Exchange] = (),
-                prior: Sequence[float] | None = None, blocks: bool = False, schema_prompt: bool = True) -> _Attempt:
-        """Show `keys` in this order (`view`: as full schemas, signatures, or the first as a schema), pick one (unless
-        there is one) — fused with `prior`, one probability per key, when given — and decode its arguments. `blocks`:
+                prior: Sequence[float] | None = None, blocks: bool = False, schema_prompt: bool = False) -> _Attempt:
+        """Show `keys` in this order (as full schemas or signatures), pick one (unless there is one) — fused with
+        `prior`, one probability per key, when given — and decode its arguments: after the pick in the same prompt,
+        or (`schema_prompt`, a name picked from signatures) in a second prompt that shows its full schema. `blocks`:
         the tool lines may come from compiled KV blocks (ROUTE and SHORTLIST; FALLBACK and the baselines prefill them)."""
         call = self.prompts.call_prompt(turn, self.tool_lines(keys, view), history, blocks=blocks)
         chosen = 0
@@ -171,7 +165,7 @@ class ToolCaller:
         else:
             selection = self.backend.choose(call, list(keys), prior)
             key, chosen = selection.option, selection.prefilled_tokens
-        if schema_prompt and not self.shows_schema(view, keys, key):  # picked from a signature: against the full schema
+        if schema_prompt and view != "schema":
             call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history, blocks=blocks)
         prompt = self.prompts.arguments_prompt(call, key)
         generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn)),
@@ -189,14 +183,9 @@ class ToolCaller:
         elif decision.action is Action.SHORTLIST:
             ranked = [h.key for h in decision.candidates]
             prior = rank_prior(decision.p_top1, len(ranked)) if self.fuse_prior else None
-            # signatures best-ranked last, next to the request: small models pick what they read last (measured);
-            # top-schema puts the top candidate's schema first, at the KV blocks' anchor
-            order = list(range(len(ranked)))[::-1]
-            if self.shortlist_view == "top-schema":
-                order = order[-1:] + order[:-1]
-            one = self.shortlist_view == "one-prompt"
-            first = self.attempt(turn, [ranked[i] for i in order], "signature" if one else self.shortlist_view, history,
-                                 [prior[i] for i in order] if prior else None, blocks=True, schema_prompt=not one)
+            # best-ranked last, next to the request: small models pick what they read last (measured)
+            first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None, blocks=True,
+                                 schema_prompt=self.shortlist_view == "two-prompts")
         else:
             return self._fallback(turn, decision, history, fallback_order, attempts=0, errors=())
         common = dict(prompt_tokens=first.generation.prompt_tokens, prefilled_tokens=first.prefilled_tokens,
