@@ -36,7 +36,7 @@ def server(gguf_path):
     port = free_port()
     log = tempfile.TemporaryFile("w+")  # a pipe nobody reads would fill up and stall the server
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", gguf_path, "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "nexus.llm.llama_server", "--model", gguf_path, "--host", "127.0.0.1", "--port", str(port),
          "--n_ctx", "2048", "--n_threads", "1", "--model_alias", "gemma-270m", "--verbose", "False"],
         stdout=log, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}/v1"

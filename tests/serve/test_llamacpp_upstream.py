@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 def test_filter_mode_forwards_narrowed_tools_to_llama_cpp_server(gguf_path, tmp_path):
     port = free_port()
     log = open(tmp_path / "llama.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", gguf_path, "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "nexus.llm.llama_server", "--model", gguf_path, "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"], stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=180)
