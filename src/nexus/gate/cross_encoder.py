@@ -83,12 +83,14 @@ class _TorchPairScorer:
         if not turns:
             return np.zeros(0, dtype=np.float32)
         self.network.eval()
-        out = []
         with torch.inference_mode():
-            for start in range(0, len(turns), self.batch_size):
-                batch = self.encode(turns[start:start + self.batch_size], docs[start:start + self.batch_size])
-                out.append(self.logits(batch).float().numpy())
+            out = self._scored(turns, docs)
         return np.concatenate(out).astype(np.float32)
+
+    def _scored(self, turns: Sequence[str], docs: Sequence[str]) -> list[np.ndarray]:
+        """Logits batch by batch (under inference mode; `score` checked the inputs)."""
+        return [self.logits(self.encode(turns[i:i + self.batch_size], docs[i:i + self.batch_size])).float().numpy()
+                for i in range(0, len(turns), self.batch_size)]
 
 
 class CrossEncoderScorer(_TorchPairScorer):

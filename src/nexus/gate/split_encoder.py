@@ -113,27 +113,19 @@ class SplitCosineScorer(SegmentCosineScorer):
             self._cache.clear()  # the weights are moving: cached states are stale
         return self._upper(self._lower(turns), turns["attention_mask"], self._lower(docs), docs["attention_mask"])
 
-    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+    def _scored(self, turns: Sequence[str], docs: Sequence[str]) -> list[np.ndarray]:
         """Each distinct turn read once, each tool's lower states from the cache, then the upper layers."""
-        import torch
-
-        if len(turns) != len(docs):
-            raise ValueError("turns and docs must pair up")
-        if not turns:
-            return np.zeros(0, dtype=np.float32)
-        self.network.eval()
+        distinct = list(dict.fromkeys(turns))
+        seg = self._encode_turns(distinct)
+        turn_h, turn_mask = self._lower(seg), seg["attention_mask"]
+        row = {t: i for i, t in enumerate(distinct)}
+        states = self._doc_states(docs)
         out = []
-        with torch.inference_mode():
-            distinct = list(dict.fromkeys(turns))
-            seg = self._encode_turns(distinct)
-            turn_h, turn_mask = self._lower(seg), seg["attention_mask"]
-            row = {t: i for i, t in enumerate(distinct)}
-            states = self._doc_states(docs)
-            for start in range(0, len(turns), self.batch_size):
-                idx = [row[t] for t in turns[start:start + self.batch_size]]
-                doc_h, doc_mask = _pad(states[start:start + self.batch_size])
-                out.append(self._upper(turn_h[idx], turn_mask[idx], doc_h, doc_mask).float().numpy())
-        return np.concatenate(out).astype(np.float32)
+        for start in range(0, len(turns), self.batch_size):
+            idx = [row[t] for t in turns[start:start + self.batch_size]]
+            doc_h, doc_mask = _pad(states[start:start + self.batch_size])
+            out.append(self._upper(turn_h[idx], turn_mask[idx], doc_h, doc_mask).float().numpy())
+        return out
 
     def _weights_stamp(self) -> tuple[float, ...]:
         """A cheap fingerprint of the weights the cached states came from (a strided sample of each parameter):
