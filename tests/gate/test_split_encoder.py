@@ -72,7 +72,7 @@ def test_the_split_point_is_checked_and_saved(scorer, tmp_path):
 
 
 def test_weights_changed_in_place_never_meet_stale_states(scorer):
-    """Regression: a deep copy carried the cache, then its weights were rounded (`load_state_dict`) — the copy kept
+    """Regression: a deep copy carried the cache, then its weights were rounded (`load_state_dict`): the copy kept
     scoring with the old weights' tool states."""
     import copy
 

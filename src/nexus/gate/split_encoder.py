@@ -5,10 +5,8 @@ transformers by precomputing term representations").
 The joint `SegmentCosineScorer` runs all six MiniLM layers over every (turn, tool) pair: at k=10 that is ten
 ~96-token sequences per turn. Here layers `[0, joint_from)` run on the turn and on each tool text separately (the
 tool segment keeps token type 1 and sits at a fixed position offset, so its states do not depend on the turn),
-the tool's states are cached by tool text, and only layers `[joint_from, 6)` run jointly over the ten pairs.
-
->>> round(upper_share(6, 4), 3)
-0.333
+the tool's states are cached by tool text, and only layers `[joint_from, 6)` run jointly over the ten pairs: with
+`joint_from` 4, a third of the joint encoder's per-pair work is left per turn.
 """
 
 from __future__ import annotations
@@ -28,9 +26,9 @@ TOOL_OFFSET = 24     # position of a tool's first token (where it sits behind a 
 CACHE_TOOLS = 4096   # tool texts whose lower-layer states are kept (LRU): ~100 kB each in fp32, ~400 MB at most
 
 
-def upper_share(layers: int, joint_from: int) -> float:
-    """The share of a joint encoder's per-pair work left per turn once the tool side is cached."""
-    return (layers - joint_from) / layers
+def _drop_tool_states(network: Any, incompatible_keys: Any) -> None:
+    """A `load_state_dict` post-hook: weights loaded (or rounded) in place make every cached tool state stale."""
+    network.tool_states.clear()
 
 
 class SplitCosineScorer(SegmentCosineScorer):
@@ -40,9 +38,10 @@ class SplitCosineScorer(SegmentCosineScorer):
     def __init__(self, path: str | Path | None = None, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 32,
                  seed: int = 0, quantize: bool = False, scale: float = 20.0, joint_from: int | None = None,
                  turn_tokens: int | None = None, tool_offset: int | None = None):
-        self._cache: OrderedDict[str, Any] = OrderedDict()
-        self._stamp: tuple[float, ...] = ()
-        super().__init__(path, max_length=max_length, batch_size=batch_size, seed=seed, quantize=quantize, scale=scale)
+        super().__init__(path, max_length=max_length, batch_size=batch_size, seed=seed, quantize=False, scale=scale)
+        # the cache lives on the network, so a deep copy carries its own and the hook clears the copy's
+        self.network.tool_states = OrderedDict()
+        self.network.register_load_state_dict_post_hook(_drop_tool_states)
         saved = Path(path) / self.HEAD_FILE if path else None
         params = json.loads(saved.read_text()) if saved is not None and saved.is_file() else {}
         layers = len(self.network["encoder"].encoder.layer)
@@ -53,6 +52,13 @@ class SplitCosineScorer(SegmentCosineScorer):
         self.tool_offset = int(tool_offset if tool_offset is not None else params.get("tool_offset", TOOL_OFFSET))
         self.tool_tokens = max(max_length - self.turn_tokens, 8)
         self.id = f"split{self.joint_from}:{self.path.name}:{max_length}"
+        if quantize:
+            self.quantize()
+
+    @property
+    def _cache(self) -> OrderedDict[str, Any]:
+        """Lower-layer states by tool text (LRU)."""
+        return self.network.tool_states
 
     # tokenisation: the turn as "[CLS] turn [SEP]" (type 0), the tool as "tool [SEP]" (type 1) at a fixed offset
     def encode(self, turns: Sequence[str], docs: Sequence[str]) -> dict:
@@ -127,16 +133,7 @@ class SplitCosineScorer(SegmentCosineScorer):
             out.append(self._upper(turn_h[idx], turn_mask[idx], doc_h, doc_mask).float().numpy())
         return out
 
-    def _weights_stamp(self) -> tuple[float, ...]:
-        """A cheap fingerprint of the weights the cached states came from (a strided sample of each parameter):
-        weights loaded or rounded in place (`load_state_dict`, a deep copy then changed) must not meet stale states."""
-        return tuple(float(p.detach().reshape(-1)[::4093].sum()) for p in self.network["encoder"].parameters())
-
     def _doc_states(self, docs: Sequence[str]) -> list[Any]:
-        stamp = self._weights_stamp()
-        if stamp != self._stamp:
-            self._cache.clear()
-            self._stamp = stamp
         missing = [d for d in dict.fromkeys(docs) if d not in self._cache]
         for start in range(0, len(missing), self.batch_size):
             chunk = missing[start:start + self.batch_size]
