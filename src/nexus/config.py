@@ -48,6 +48,9 @@ class GateSettings(BaseSettings):
     threads: int = Field(1, description="torch CPU threads for the cross-encoder at inference (1: beside the LLM on a 2-core machine two threads oversubscribe and run several times slower)")
     train_threads: int | None = Field(None, description="torch CPU threads for `nexus gate train` (default: every core; 2 threads train 1.7x faster than 1 on 2 idle cores)")
     decision_log: Path | None = Field(None, description="append every decision as JSON Lines here")
+    rank: Literal["slb", "fused"] = Field("slb", description="how calibration orders the candidates: by the SLB's score "
+                                          "(chosen on dev: the cross-encoder cost top-1 on registries it never saw) | "
+                                          "fused with the cross-encoder's logit")
 
     def training_threads(self) -> int:
         """Torch threads for training: `train_threads`, else every core."""

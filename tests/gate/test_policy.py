@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -61,7 +62,7 @@ def _scripted_turns(n: int, seed: int = 0) -> list[ScoredTurn]:
 
 def test_fitted_calibration_meets_its_risk_target_in_sample():
     turns = _scripted_turns(2000)
-    cal = fit_calibration(turns, RiskTargets(route=0.02, no_tool=0.05, shortlist=0.05))
+    cal = fit_calibration(turns, RiskTargets(route=0.02, no_tool=0.05, shortlist=0.05), rank="fused")
     rep = cal.report
     assert rep["selective_accuracy"] >= 0.98 - 1e-9
     assert rep["ece_top1"] < 0.05
@@ -92,12 +93,27 @@ def test_unreachable_risk_target_disables_route():
 
 
 def test_calibration_round_trips_through_dict():
-    cal = fit_calibration(_scripted_turns(500))
+    cal = fit_calibration(_scripted_turns(500), rank="fused")
     again = GateCalibration.from_dict(cal.to_dict())
     t = _scripted_turns(3, seed=1)[1]
     a, b = cal.apply(t.ce, t.dense, t.lexical), again.apply(t.ce, t.dense, t.lexical)
     assert (a.p_top1, a.p_no_tool) == pytest.approx((b.p_top1, b.p_no_tool))
     assert again.thresholds == cal.thresholds
+
+
+def test_rank_slb_keeps_the_slbs_order_and_fits_only_its_temperature():
+    # on these calibration turns both the cross-encoder's logit and the dense channel lead the gold: "fused" learns
+    # to follow the logit too, "slb" must keep the SLB's order whatever the logit says
+    turns = [dataclasses.replace(t, dense=t.dense + 0.1 * t.gold) for t in _scripted_turns(600)]
+    fused = fit_calibration(turns, rank="fused")
+    slb = fit_calibration(turns, rank="slb")
+    assert fused.fusion[0] > 0.5
+    assert slb.fusion[0] == 0.0 and slb.fusion[1] == slb.fusion[2]
+    ce, dense, lexical = np.array([5.0, 0.0, -1.0]), np.array([0.3, 0.6, 0.5]), np.array([0.0, 0.0, 0.2])
+    assert fused.apply(ce, dense, lexical).order[0] == 0
+    assert slb.apply(ce, dense, lexical).order.tolist() == [2, 1, 0]   # dense + lexical: 0.7, 0.6, 0.3
+    with pytest.raises(ValueError, match="rank must be"):
+        fit_calibration(turns, rank="ce")
 
 
 def test_fit_refuses_a_tiny_calibration_split():
@@ -185,7 +201,7 @@ def test_fallback_comes_from_the_shortlist_risk_not_from_p_no_tool():
             gold[int(rng.integers(10))] = True
         turns.append(ScoredTurn(ce, np.full(10, 0.5), np.zeros(10), gold, False))
     targets = RiskTargets(route=0.0, z=0.0, shortlist=0.05, shortlist_k=5)
-    cal = fit_calibration(turns, targets)
+    cal = fit_calibration(turns, targets, rank="fused")
     assert cal.shortlist is not None and 0.0 < cal.thresholds.shortlist < 1.0
     rep = cal.report
     assert rep["shortlist_miss"] <= 0.05 + 1e-9

@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from nexus.slb import SentenceTransformerEmbedder
 from nexus.slb.tuning import TuningRecipe, _batches, tune_embedder
@@ -44,3 +45,44 @@ def test_compact_tuning_stores_only_changed_tensors_and_loads_on_the_packaged_ba
     assert 0.9 < float(a @ b) < 1.0 - 1e-6         # moved by tuning, still the same model family
     meta = json.loads((tmp_path / "embedder" / "nexus-tuning.json").read_text())
     assert meta["compact"] and meta["command"] == "test"
+
+
+def test_mined_negatives_are_the_base_models_top_wrong_tools_and_never_the_gold():
+    from sentence_transformers import SentenceTransformer
+
+    from nexus.slb.embedders import default_embedder_path
+    from nexus.slb.tuning import mine_hard_negatives
+
+    model = SentenceTransformer(str(default_embedder_path()), device="cpu", local_files_only=True)
+    pool = ["weather forecast: current conditions for a city", "weather history: past conditions for a city",
+            "currency convert: exchange an amount between currencies", "media play: play music on a speaker"]
+    pairs = [("what's the weather like in Paris", pool[0]), ("convert 10 dollars to euros", pool[2])]
+    mined = mine_hard_negatives(model, pairs, [pool, pool], n=1)
+    assert mined[0] == [pool[1]]   # the near-duplicate is the weather pair's negative
+    assert all(gold not in negs for (_, gold), negs in zip(pairs, mined))
+    assert mine_hard_negatives(model, pairs, [pool, pool], n=1, skip=1)[0] != [pool[1]]
+
+
+def test_a_mined_negative_that_is_another_pairs_gold_is_not_counted_twice(tmp_path):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from nexus.slb.embedders import default_embedder_path
+    from nexus.slb.tuning import _loss
+
+    model = SentenceTransformer(str(default_embedder_path()), device="cpu", local_files_only=True)
+    batch = [("what's the weather like in Paris", "weather forecast: current conditions for a city"),
+             ("convert 10 dollars to euros", "currency convert: exchange an amount between currencies")]
+    with torch.no_grad():
+        plain = float(_loss(model, batch, [[], []], 0.05))
+        # query 0's gold mined as query 1's negative: already a column, so query 0 is not taught against it
+        repeated = float(_loss(model, batch, [[], [batch[0][1]]], 0.05))
+        harder = float(_loss(model, batch, [["weather history: past conditions for a city"], []], 0.05))
+    assert repeated == pytest.approx(plain, abs=1e-5)
+    assert harder > plain + 1e-3
+
+
+def test_hard_negative_tuning_needs_a_pool_per_pair(tmp_path):
+    pairs = [("what's the weather like in Paris", "weather forecast: current conditions for a city")] * 2
+    with pytest.raises(ValueError, match="one pool"):
+        tune_embedder(pairs, tmp_path / "x", recipe=TuningRecipe(hard_negatives=1), progress=False)

@@ -11,6 +11,10 @@ from typing import Iterable, Sequence
 from nexus.datasets.queries import LabelledTurn, QueryFileError, read_query_records, tool_disjoint
 from nexus.registry import Registry, Tool
 
+# Sources whose same-domain neighbours may serve a request as well as its gold tool (APIBench: "many other models
+# fit", ../shared/data/train/README.md): training never mines their negatives from a model's top-ranked tools.
+AMBIGUOUS_SOURCES = ("apibench_huggingface", "apibench_tensorflowhub", "apibench_torchhub")
+
 
 def dataset_folders(paths: Iterable[str | Path]) -> list[Path]:
     """Each path is a dataset folder (holding `tools.json` and `queries.jsonl`) or a folder of such folders."""

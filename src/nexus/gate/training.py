@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from nexus.datasets import AMBIGUOUS_SOURCES
 from nexus.errors import NexusError
 from nexus.gate.cross_encoder import CrossEncoderScorer, tool_text
 from nexus.gate.scorers import make_scorer
@@ -52,9 +53,8 @@ class TrainConfig:
     negatives: int = 5                  # per group, mined from the SLB
     hard_pool: int = 30                 # negatives come from the SLB's top `hard_pool`
     random_negatives: int = 1           # of `negatives`, drawn from the whole registry
-    # sources whose same-domain neighbours may serve the request as well (APIBench: "many other models fit", per
-    # ../shared/data/train/README.md): their negatives are drawn at random, never mined from the SLB's top
-    random_negative_sources: tuple[str, ...] = ("apibench_huggingface", "apibench_tensorflowhub", "apibench_torchhub")
+    # sources whose same-domain neighbours may serve the request as well: negatives drawn at random, never mined
+    random_negative_sources: tuple[str, ...] = AMBIGUOUS_SOURCES
     groups_per_step: int = 4
     epochs: float = 1.0
     max_steps: int = 400
@@ -74,6 +74,10 @@ class TrainConfig:
     no_tool_twin: float | None = 0.75   # drop no-tool turns this close (query cosine) to a relevant turn; None keeps all
     half_weights: bool = True           # round trained weights through fp16 before calibrating: a compact save is then exact
     targets: RiskTargets = field(default_factory=RiskTargets)
+    rank: str = "slb"                   # candidate order: the SLB's ("slb") or fused with the cross-encoder (RANKINGS)
+    # sources left out of the calibration split (they still train): a gold that other tools serve as well makes a
+    # right answer count as a ROUTE error and pulls p(top-1) below what a registry of distinct tools shows
+    calibration_skip_sources: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, gate_settings, **changes) -> "TrainConfig":
@@ -82,7 +86,7 @@ class TrainConfig:
         gs = gate_settings
         config = cls(base_model=str(gs.base_model) if gs.base_model else None, scorer=gs.scorer, k=gs.k,
                      targets=RiskTargets(gs.risk_route, gs.risk_no_tool, gs.risk_shortlist, gs.shortlist_k,
-                                         no_tool_share=gs.no_tool_share))
+                                         no_tool_share=gs.no_tool_share), rank=gs.rank)
         return dataclasses.replace(config, **changes)
 
 
@@ -317,6 +321,8 @@ def calibration_split(registry: Registry, relevant: Sequence[LabelledTurn], no_t
         if absent:
             cal_nt = [LabelledTurn(t.id, t.query) for t in self_supervised_turns(registry, 1, config.seed + 2, sorted(absent))]
         train_rel = []
+    if config.calibration_skip_sources:
+        cal_rel = [t for t in cal_rel if t.source not in config.calibration_skip_sources]
     if config.max_calibration_turns:
         rng = random.Random(config.seed + 5)
         for part in (cal_rel, cal_nt):
@@ -360,14 +366,16 @@ _KEEP = object()
 
 def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBuffer, labelled: Sequence[LabelledTurn] = (),
                 targets: RiskTargets | None = None, max_calibration_turns: int | None | object = _KEEP,
-                dev: Sequence[DevSet] = ()) -> GateModel:
+                dev: Sequence[DevSet] = (), rank: str | None = None,
+                calibration_skip_sources: Sequence[str] | None = None) -> GateModel:
     """Refit a saved model's calibration (and thresholds) on the calibration split of the data it was trained
     with — or on any labelled turns whose tools it never saw — and rewrite its header; weights are untouched.
     `max_calibration_turns` (None: no cap) replaces the saved cap, and is recorded in the header's config, so more of
     the held-out split can be scored (a 1 % ROUTE risk needs ~270 error-free calibration turns to be certified).
     `dev` registries (disjoint from the training tools and from every registry the gate will be reported on) are
     scored whole and join the calibration turns; their tools are fingerprinted in the header, so a benchmark on
-    them is refused like one on training tools."""
+    them is refused like one on training tools. `rank` (RANKINGS) replaces the saved candidate order. The SLB may use
+    another embedder than the gate was calibrated with (e.g. a retuned one): the header then records the new one."""
 
     model = GateModel.load(folder)
     cfg = dict(model.header.training.get("config") or {})
@@ -381,17 +389,22 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
         targets = RiskTargets(**cfg["targets"]) if isinstance(cfg.get("targets"), dict) else RiskTargets()
     if max_calibration_turns is not _KEEP:
         config = dataclasses.replace(config, max_calibration_turns=max_calibration_turns)
+    if rank is not None:
+        config = dataclasses.replace(config, rank=rank)
+    if calibration_skip_sources is not None:
+        config = dataclasses.replace(config, calibration_skip_sources=tuple(calibration_skip_sources))
     relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
     extra = [s for d in distinct_turns(dev) for s in score_turns(model.scorer, d.slb, d.registry, d.turns, config.k)]
     calibration, scored = calibrate(model.scorer, slb, registry, cal_rel, cal_nt, config, absent, targets,
                                     synthetic=not relevant, extra=extra)
     training = dict(model.header.training or {})
-    if max_calibration_turns is not _KEEP:
-        training["config"] = {**cfg, "max_calibration_turns": max_calibration_turns}
+    training["config"] = {**cfg, "max_calibration_turns": config.max_calibration_turns, "rank": config.rank,
+                          "calibration_skip_sources": list(config.calibration_skip_sources)}
     training["n_calibration"] = len(scored)
     training["calibration_dev"] = dev_record(dev) if dev else None
-    model.header = dataclasses.replace(model.header, training=training)
+    model.header = dataclasses.replace(model.header, training=training, embedder_id=slb.embedder.id,
+                                       slb_weights={"lexical": slb.weights.lexical, "name_bonus": slb.weights.name_bonus})
     model.write_calibration(folder, calibration)
     return model
 
@@ -484,7 +497,7 @@ def calibrate(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry
     are pseudo-queries; `extra`: scored dev turns fitted with them); returns the calibration and the scored turns."""
     scored = score_calibration(scorer, slb, registry, cal_rel, cal_nt, config, absent, progress) + list(extra)
     n_labelled = len(cal_rel) + sum(1 for t in extra if not t.no_tool)
-    return _guarded(fit_calibration(scored, targets), synthetic and not extra, n_labelled), scored
+    return _guarded(fit_calibration(scored, targets, rank=config.rank), synthetic and not extra, n_labelled), scored
 
 
 @dataclass(frozen=True)

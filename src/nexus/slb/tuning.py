@@ -31,6 +31,7 @@ class TuningRecipe:
     max_seq_length: int = 128
     seed: int = 0
     freeze_embeddings: bool = False  # word embeddings fixed: a compact save (`compact=True`) needs this
+    hard_negatives: int = 0  # mined negatives per pair (same source, ranked high by the base model), beside in-batch ones
 
 
 def _tty() -> bool:
@@ -63,10 +64,47 @@ def _batches(pairs: list[tuple[str, str]], size: int) -> list[list[tuple[str, st
     return out
 
 
+def mine_hard_negatives(model, pairs: Sequence[tuple[str, str]], pools: Sequence[Sequence[str]], n: int,
+                        skip: int = 0, batch: int = 64) -> list[list[str]]:
+    """For each (query, tool text) pair, the `n` texts of its pool (the other tools of its source) that `model`
+    ranks highest for the query, the gold text left out; the first `skip` of them are passed over (near-duplicates
+    of the gold, e.g. APIBench models of one task, are often not wrong at all)."""
+    import numpy as np
+
+    texts = sorted({t for pool in pools for t in pool})
+    row = {t: i for i, t in enumerate(texts)}
+    docs = model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True)
+    queries = model.encode([q for q, _ in pairs], batch_size=batch, normalize_embeddings=True, convert_to_numpy=True)
+    out = []
+    for (query, gold), vec, pool in zip(pairs, queries, pools):
+        others = [t for t in pool if t != gold]
+        if not others:
+            out.append([])
+            continue
+        scores = docs[[row[t] for t in others]] @ vec
+        best = np.argsort(-scores, kind="stable")[skip: skip + n]
+        out.append([others[i] for i in best])
+    return out
+
+
+def _loss(model, batch: Sequence[tuple[str, str]], negatives: Sequence[Sequence[str]], temperature: float):
+    """In-batch softmax over the batch's tools and its pairs' mined negatives, each text one column (a negative that
+    is another pair's gold is that column already, so no query is taught against its own tool)."""
+    import torch
+
+    columns = [d for _, d in batch]
+    columns += [t for t in dict.fromkeys(t for negs in negatives for t in negs) if t not in set(columns)]
+    queries = model(model.preprocess([q for q, _ in batch]))["sentence_embedding"]
+    docs = model(model.preprocess(columns))["sentence_embedding"]
+    logits = torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(docs, dim=-1).T
+    return torch.nn.functional.cross_entropy(logits / temperature, torch.arange(len(batch)))
+
+
 def tune_embedder(pairs: Sequence[tuple[str, str]], out_dir: Path, base: Path | None = None,
                   recipe: TuningRecipe = TuningRecipe(), progress: bool = True, compact: bool = False,
-                  meta: dict | None = None) -> list[float]:
+                  meta: dict | None = None, pools: Sequence[Sequence[str]] | None = None) -> list[float]:
     """Fine-tune `base` (default: packaged MiniLM) on (query, tool text) pairs; return per-batch losses.
+    With `recipe.hard_negatives`, `pools` (per pair: the tool texts of its source) supply the mined negatives.
 
     `compact` (needs `recipe.freeze_embeddings` and the packaged base) saves only the changed tensors in fp16
     (`nexus.slb.compact`); `meta` is added to `nexus-tuning.json` (e.g. the command and the excluded tools)."""
@@ -84,6 +122,11 @@ def tune_embedder(pairs: Sequence[tuple[str, str]], out_dir: Path, base: Path | 
         for name, param in model.named_parameters():
             if "word_embeddings" in name:
                 param.requires_grad_(False)
+    mined: dict[tuple[str, str], list[str]] = {}
+    if recipe.hard_negatives:
+        if pools is None or len(pools) != len(pairs):
+            raise ValueError("hard negatives need one pool of tool texts per pair")
+        mined = dict(zip(pairs, mine_hard_negatives(model, pairs, pools, recipe.hard_negatives)))
     optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=recipe.learning_rate)
     losses: list[float] = []
     started = time.perf_counter()
@@ -93,10 +136,7 @@ def tune_embedder(pairs: Sequence[tuple[str, str]], out_dir: Path, base: Path | 
         random.Random(recipe.seed + epoch).shuffle(shuffled)
         batches = _batches(shuffled, recipe.batch_size)
         for number, batch in enumerate(tqdm(batches, desc=f"tune epoch {epoch + 1}", disable=not progress or not _tty()), 1):
-            queries = model(model.preprocess([q for q, _ in batch]))["sentence_embedding"]
-            docs = model(model.preprocess([d for _, d in batch]))["sentence_embedding"]
-            logits = torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(docs, dim=-1).T
-            loss = torch.nn.functional.cross_entropy(logits / recipe.temperature, torch.arange(len(batch)))
+            loss = _loss(model, batch, [mined.get(pair, []) for pair in batch], recipe.temperature)
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
