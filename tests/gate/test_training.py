@@ -347,3 +347,21 @@ def test_recalibrate_fits_dev_registries_too_and_fingerprints_them(tmp_path):
     refitted.header = replace(refitted.header, training={**refitted.header.training, "tools_fingerprint": {}})
     with pytest.raises(OverlapError, match="calibration dev registries"):
         check_disjoint(refitted, reg)
+
+
+def test_calibration_split_leaves_out_the_sources_whose_golds_are_ambiguous():
+    from nexus.gate.training import TrainConfig, calibration_split
+    from nexus.registry import Registry, Tool
+
+    registry = Registry()
+    for source in ("toolalpaca", "apibench_torchhub"):
+        registry.set_source(source, [Tool(f"{source}_tool{i}", f"{source} tool number {i} does thing {i}",
+                                          {"type": "object"}, source) for i in range(20)])
+    keys = {t.name: k for k, t in registry.items()}
+    turns = [LabelledTurn(f"{s}:{i}", f"request {i} for {s}", (keys[f"{s}_tool{i}"],), (), s)
+             for s in ("toolalpaca", "apibench_torchhub") for i in range(20)]
+    config = TrainConfig(cal_fraction=0.5)
+    _, _, cal_rel, _, _, _ = calibration_split(registry, turns, [], config)
+    assert cal_rel and {t.source for t in cal_rel} == {"toolalpaca"}
+    _, _, kept, _, _, _ = calibration_split(registry, turns, [], replace(config, calibration_skip_sources=()))
+    assert "apibench_torchhub" in {t.source for t in kept}
