@@ -12,6 +12,7 @@ import pytest
 from nexus.config import KVSettings, Settings
 from nexus.gate.decision import Action, Decision
 from nexus.kv import KVBlocks
+from nexus.llm.base import Prompt
 from nexus.registry import Registry, Tool
 from nexus.router import Router
 from nexus.slb import HashEmbedder, SemanticLookasideBuffer
@@ -163,3 +164,73 @@ def test_blocks_are_on_by_default_where_the_backend_can_take_them(backend, tmp_p
     router = Router(registry, slb, FixedGate(Action.ROUTE), backend,
                     settings=Settings(cache_dir=tmp_path, kv=KVSettings(blocks="off")))
     assert router.blocks is None and backend.blocks is None
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_a_shortlist_takes_every_line_from_its_block_and_equals_the_plain_path(backend, tmp_path, ahead, monkeypatch):
+    """Isolated tool lines (`Prompt.isolated`): a shortlist's lines after the first land off their anchor, and their
+    blocks (compiled ahead, behind the header alone, while the live sequence held another prompt, as `nexus bench
+    latency` does) are injected unrepaired: the logits are bit-identical to the plain path's, which computes each
+    line behind the header and shifts it into place. Regression: llama.cpp rotates a shifted span's keys only at the
+    next decode, so a line computed (its cells parked) after another was placed put that one back unrotated (logits
+    off by up to 2.2); lines compiled lazily (`ahead` False) are all compiled before any is injected."""
+    registry = Registry()
+    registry.set_source("s", [*TOOLS, ROOM])
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry)
+    monkeypatch.setattr("nexus.llm.prompts.ISOLATED_TOOL_LINES", True)  # opt-in (off by default, chosen on D3)
+    turn = "Book a single room for two nights at the Grand Plaza in Boston, starting from 10th December 2022."
+    keys = ["send_message", "get_time", "get_weather", ROOM.name]
+    logits, computed = {}, {}
+    for mode in ("off", "on"):
+        router = Router(registry, slb, FixedGate(Action.SHORTLIST), backend,
+                        settings=Settings(cache_dir=tmp_path, kv=KVSettings(blocks=mode)))
+        caller = router.caller
+        prompt = caller.prompts.call_prompt(turn, caller.tool_lines(keys, "signature"), blocks=True)
+        assert prompt.isolated and len(prompt.blocks) == len(keys)
+        backend.reset()
+        router.warm()
+        if mode == "on" and ahead:
+            backend.prefill(replace(caller.prompts.call_prompt("what time is it?", caller.tool_lines(keys[:2], "schema")),
+                                    blocks=()))
+            router.blocks.compiler.compile_registry(registry, backend.model.tokenize,
+                                                    backend.tokens(caller.prompts.tools_prefix(())), ["signature"])
+            backend.reset()
+            router.warm()
+        computed[mode] = backend.prefill(prompt)
+        logits[mode] = np.array(backend.context.logits(), copy=True)
+        if mode == "on":
+            assert router.blocks.compiler.compiled == len(registry) and router.blocks.injections == len(keys)
+        backend.blocks = None
+    assert np.array_equal(logits["off"], logits["on"])
+    lines = sum(backend.count_tokens(replace(prompt, segments=(line,))) - backend.count_tokens(replace(prompt, segments=()))
+                for line in caller.tool_lines(keys, "signature"))
+    # compiled ahead, no line was prefilled with blocks on; compiled now, each line cost one prefill, as without blocks
+    assert computed["off"] - computed["on"] == (lines if ahead else 0)
+
+
+def test_isolated_lines_do_not_attend_to_each_other(backend):
+    """With `Prompt.isolated` a line's KV is the same whatever line precedes it (and differs without isolation)."""
+    from nexus.llm.prompts import PromptBuilder, signature_line
+
+    weather = signature_line("get_weather", TOOLS[1])
+    # two first lines of one token length, so that the get_weather line lands at the same positions after either
+    firsts = [signature_line("lookup", Tool("lookup", f"Look up the {word}", {"type": "object"}, "s")) for word in ("market", "season")]
+    sizes = {backend.count_tokens(replace(Prompt(()), segments=(line,))) for line in firsts}
+    assert len(sizes) == 1
+    states = {}
+    for isolated in (True, False):
+        builder = PromptBuilder(isolated_lines=isolated)
+        for first in firsts:
+            prompt = builder.call_prompt("weather in Oslo", [first, weather], blocks=True)
+            assert prompt.isolated == isolated
+            backend.reset()
+            backend.prefill(prompt)
+            ctx, end = backend.context, backend.count_tokens(replace(prompt, segments=prompt.segments[:4]))
+            start = end - backend.count_tokens(replace(prompt, segments=(weather,))) + backend.count_tokens(Prompt(()))
+            ctx.seq_cp(backend.seq, 1)
+            ctx.seq_rm(1, end)
+            states[isolated, first] = ctx.span_state(1, start)  # the KV of the get_weather line
+    backend.reset()
+    assert states[True, firsts[0]] == states[True, firsts[1]]
+    assert states[False, firsts[0]] != states[False, firsts[1]]

@@ -39,6 +39,20 @@ def test_tools_prefix_is_a_prefix_of_every_call_prompt():
     assert builder.call_prompt("and in Rome?", lines).segments[: len(prefix.segments)] == prefix.segments
 
 
+def test_a_shortlist_marks_its_lines_isolated_each_its_own_unit():
+    lines = [signature_line("get_weather", WEATHER), signature_line("weather_two", WEATHER), signature_line("w3", WEATHER)]
+    isolating = PromptBuilder(isolated_lines=True)
+    call = isolating.call_prompt("weather in Paris?", lines, blocks=True)
+    assert call.isolated and call.blocks == (2, 3, 4) and call.cuts == (2, 3, 4, 5)
+    assert isolating.arguments_prompt(call, "w3").isolated  # the arguments continue the same encoding
+    # one line (a ROUTE's schema) sits at its anchor: nothing to isolate; prompts without blocks are sequential
+    route = isolating.call_prompt("weather in Paris?", lines[:1], blocks=True)
+    assert not route.isolated and route.cuts == (2, 3)
+    assert not isolating.call_prompt("weather in Paris?", lines).isolated
+    plain = PromptBuilder().call_prompt("weather in Paris?", lines, blocks=True)  # the default (D3: off)
+    assert not plain.isolated and plain.cuts == (2, 3) and plain.text == call.text
+
+
 def test_header_examples_are_rendered_like_live_tools():
     header = few_shot()
     assert header.count("Tools:\n") == len(EXAMPLES) and header.endswith("\n\n")

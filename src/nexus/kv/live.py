@@ -24,6 +24,7 @@ from nexus.kv.fidelity import kl_from_logits, top1_agrees
 from nexus.kv.injector import BlockInjector, RepairPolicy
 from nexus.kv.store import BlockStore
 from nexus.llm.base import reusable_prefix, unit_sizes
+from nexus.llm.llamacpp import decode_isolated
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,10 @@ class KVBlocks:
         if not self.injector.can_shift:
             log.warning("this model's KV memory cannot shift: blocks are used only where they land on their anchor")
 
-    def _decode_in(self, seq: int, held: Sequence[int], tokens: Sequence[int], chunks: Sequence[int] = ()) -> np.ndarray:
+    def _decode_in(self, seq: int, held: Sequence[int], tokens: Sequence[int], chunks: Sequence[int] = (),
+                   isolated: tuple[Sequence[tuple[int, int, str]], Sequence[int]] | None = None) -> np.ndarray:
+        """Logits after `held` + `tokens` decoded in `seq` (emptied afterwards): `tokens` in batches of `chunks`, or
+        with `isolated` = (spans, cuts) its lines encoded independently and what follows them in `chunks`."""
         ctx = self.ctx
         ctx.drop(seq)
         for source in range(ctx.n_seq_max):
@@ -73,44 +77,68 @@ class KVBlocks:
                 break
         else:
             ctx.decode(list(held), seq, 0)
-        rest, pos = list(tokens), 0
-        for size in (chunks or [len(rest)]):
-            ctx.decode(rest[pos:pos + size], seq, len(held) + pos)
-            pos += size
+        if isolated is not None:
+            spans, cuts = isolated
+            decode_isolated(ctx, seq, list(held) + list(tokens), spans, len(held), cuts, self.injector.scratch, chunks)
+        else:
+            rest, pos = list(tokens), 0
+            for size in (chunks or [len(rest)]):
+                ctx.decode(rest[pos:pos + size], seq, len(held) + pos)
+                pos += size
         logits = np.array(ctx.logits(), copy=True)
         ctx.drop(seq)
         return logits
 
     def fill(self, ctx: Any, seq: int, tokens: list[int], spans: Sequence[tuple[int, int, str]], start: int,
-             cuts: Sequence[int] = ()) -> int:
+             cuts: Sequence[int] = (), isolated: bool = False) -> int:
         """Make `seq` (holding tokens[:start]) hold `tokens`, logits after the last; `spans` are the prompt's
         block segments as (first token, end, text), `cuts` the positions where prefill starts a batch (blocks
-        are compiled in those units). Returns the tokens computed (compiles included)."""
+        are compiled in those units). `isolated` (`Prompt.isolated`): each segment is encoded behind the prefix
+        alone, which is what its block holds at any landing position: every block is injected, none repaired.
+        Returns the tokens computed (compiles included)."""
         reference = noise = None
         if self.audit:
             held = tokens[:start]
-            # the reference is the plain path's prefill: the same tokens in the same units
-            reference = self._decode_in(self.audit_seq, held, tokens[start:], unit_sizes(start, len(tokens), cuts))
-            noise = [self._decode_in(self.audit_seq, held, tokens[start:], chunks)
-                     for chunks in noise_splits(len(tokens) - start)]
+            # the reference is the plain path's prefill: the same tokens in the same units (isolated lines: each
+            # computed behind the prefix and shifted into place, as the backend does with blocks off)
+            if isolated:
+                after = max([start, *(end for _, end, _ in spans)])
+                reference = self._decode_in(self.audit_seq, held, tokens[start:], (), (spans, cuts))
+                noise = [self._decode_in(self.audit_seq, held, tokens[start:], chunks, (spans, cuts))
+                         for chunks in noise_splits(len(tokens) - after)] if after < len(tokens) else []
+            else:
+                reference = self._decode_in(self.audit_seq, held, tokens[start:], unit_sizes(start, len(tokens), cuts))
+                noise = [self._decode_in(self.audit_seq, held, tokens[start:], chunks)
+                         for chunks in noise_splits(len(tokens) - start)]
         prefix = tokens[:spans[0][0]]
         pos, computed, drifts, injected = start, 0, [], 0
         try:
+            plan = []
             for first, end, text in spans:
                 if first < pos:
                     continue  # already held (the prefix cache kept it)
                 drift = first - len(prefix)  # every block is compiled at the anchor right behind the header
-                head, tail = self.policy.plan(drift, end - first)
+                # an isolated line is what its block holds, wherever it lands (the backend only isolates lines when
+                # the memory can shift): nothing to repair
+                head, tail = (0, 0) if isolated else self.policy.plan(drift, end - first)
                 if head + tail >= end - first or (drift and not self.injector.can_shift):
                     continue  # re-prefilled: decoded with what follows, in the very batch the plain path uses
+                plan.append((first, end, text, head, tail))
+            # every block is at hand (compiled now if missing) before any is injected: a compile parks what seq holds
+            # past the prefix, and llama.cpp rotates a shifted block's keys only at the next decode — parked before
+            # that, it would be saved and put back unrotated
+            blocks = []
+            for first, end, text, _, _ in plan:
+                before = self.compiler.compiled
+                blocks.append(self.compiler.block(prefix, text, tokens[first:end], live=seq))  # compiled in seq's cells
+                if self.compiler.compiled > before:
+                    computed += len(blocks[-1])  # compiled now: one prefill of the line, paid once
+            pos = len(ctx.tokens(seq))  # a compile gives seq the prefix when it held less
+            for (first, end, text, head, tail), block in zip(plan, blocks):
                 if first > pos:
                     ctx.decode(tokens[pos:first], seq, pos, cuts)
                     computed += first - pos
                     pos = first
-                before = self.compiler.compiled
-                block = self.compiler.block(prefix, text, tokens[first:end], live=seq)  # compiled in seq's cells
-                if self.compiler.compiled > before:
-                    computed += len(block)  # compiled now: one prefill of the line, paid once
                 if end == len(tokens):
                     tail = max(tail, 1)  # the last token is decoded for its logits
                 done = self.injector.inject(seq, block, head, tail)
@@ -127,7 +155,10 @@ class KVBlocks:
             keep = min(_common_prefix(ctx.tokens(seq), tokens), len(tokens) - 1)
             keep = reusable_prefix(keep, cuts)
             ctx.seq_rm(seq, keep)
-            ctx.decode(tokens[keep:], seq, keep, cuts)
+            if isolated:
+                decode_isolated(ctx, seq, tokens, spans, keep, cuts, self.injector.scratch)
+            else:
+                ctx.decode(tokens[keep:], seq, keep, cuts)
             computed += len(tokens) - keep
         self.injections += len(drifts)
         # between prompts only the live sequence holds cells, as without blocks: a header copy left pinned here

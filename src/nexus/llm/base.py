@@ -71,13 +71,18 @@ class Prompt:
     # depends on which tokens share its batch, so a unit decoded alone (the header, each tool line) gets the same
     # KV whatever follows it — the same bits a compiled block of that line holds (`nexus.kv`)
     cuts: tuple[int, ...] = ()
+    # the block segments are encoded independently: each attends to the segments before the first block (the header)
+    # and to itself, not to the other blocks, each at its own position (`decode_isolated`). Then a compiled block is
+    # exact wherever it lands — the KV of a line computed behind the header, shifted there — so a shortlist's every
+    # line, not only its first, comes from its block with no repair; the segments after the blocks attend to all
+    isolated: bool = False
 
     @property
     def text(self) -> str:
         return "".join(self.segments)
 
     def extend(self, *segments: str) -> "Prompt":
-        return Prompt(self.segments + tuple(s for s in segments if s), self.special, self.blocks, self.cuts)
+        return Prompt(self.segments + tuple(s for s in segments if s), self.special, self.blocks, self.cuts, self.isolated)
 
 
 @dataclass(frozen=True)
@@ -109,9 +114,10 @@ class BlockFiller(Protocol):
     calls it for prompts that mark block segments."""
 
     def fill(self, ctx: Any, seq: int, tokens: list[int], spans: Sequence[tuple[int, int, str]], start: int,
-             cuts: Sequence[int] = ()) -> int:
+             cuts: Sequence[int] = (), isolated: bool = False) -> int:
         """Make `seq` (holding tokens[:start]) hold `tokens`; `spans` = (first token, end, text) per block
-        segment, `cuts` the positions where a prefill batch starts. Returns the tokens computed."""
+        segment, `cuts` the positions where a prefill batch starts, `isolated`: the segments are encoded
+        independently (`Prompt.isolated`). Returns the tokens computed."""
         ...
 
     def release(self) -> None:

@@ -77,6 +77,83 @@ def _closed_json(text: str) -> bool:
     return True
 
 
+def isolated_line_state(ctx: KVContext, seq: int, prefix_len: int, line: Sequence[int], work: int) -> bytes:
+    """The KV of `line` computed behind the first `prefix_len` tokens of `seq` alone, at positions prefix_len..
+    (a compiled block's anchor), as `span_state` bytes. The cells are as a block compiler leaves them
+    (`nexus.kv.compiler.SchemaBlockCompiler.canonical`): what `seq` holds past the prefix is parked as a span and put
+    back afterwards, because llama.cpp's KV of a token also depends on the other cells in use."""
+    held = list(ctx.tokens(seq))
+    parked = None
+    if len(held) > prefix_len:
+        ctx.seq_cp(seq, work)
+        parked = (ctx.span_state(work, prefix_len), held[prefix_len:])
+        ctx.seq_rm(seq, prefix_len)
+    try:
+        ctx.seq_cp(seq, work, prefix_len)
+        ctx.decode(list(line), work, prefix_len)
+        return ctx.span_state(work, prefix_len)
+    finally:
+        ctx.drop(work)
+        if parked is not None:
+            payload, rest = parked
+            ctx.load_span(work, payload)
+            try:
+                ctx.append_span(work, seq, prefix_len, prefix_len + len(rest), rest)
+            finally:
+                ctx.drop(work)
+
+
+def place_span(ctx: KVContext, seq: int, payload: bytes, anchor: int, tokens: Sequence[int], scratch: int,
+               tail: int = 0) -> None:
+    """Append a span computed at `anchor` (`isolated_line_state`, a compiled block) to `seq`: restore it into
+    `scratch`, shift it to where `seq` ends (llama.cpp re-rotates the keys), share its cells, free the scratch; its
+    last `tail` tokens are decoded in `seq` instead (attending to everything before them)."""
+    landing, n = len(ctx.tokens(seq)), len(tokens)
+    ctx.load_span(scratch, payload)
+    if landing != anchor:
+        ctx.seq_add(scratch, anchor, anchor + n, landing - anchor)
+    try:
+        ctx.append_span(scratch, seq, landing, landing + n - tail, list(tokens[:n - tail]))
+    finally:
+        ctx.drop(scratch)
+    if tail:
+        ctx.decode(list(tokens[n - tail:]), seq, landing + n - tail)
+
+
+def decode_isolated(ctx: KVContext, seq: int, tokens: Sequence[int], spans: Sequence[tuple[int, int, str]],
+                    start: int, cuts: Sequence[int], work: int, rest_chunks: Sequence[int] = ()) -> int:
+    """Bring `seq` (holding tokens[:start], `start` at a unit boundary) to `tokens` with the block segments `spans`
+    encoded independently (`Prompt.isolated`): each line behind tokens[:spans[0][0]] alone, shifted to where it lands;
+    what follows the lines decoded normally (`rest_chunks`: in these batches instead of the prompt's units, for a
+    noise floor). A prompt that ends with a line gets its last token decoded in `seq` for the logits. Returns the
+    tokens computed."""
+    prefix_len, pos, computed = spans[0][0], start, 0
+    todo = [(first, end) for first, end, _ in spans if end > pos]  # the rest are held: the prefix cache kept them
+    if todo and todo[0][0] > pos:
+        ctx.decode(list(tokens[pos:todo[0][0]]), seq, pos, cuts)
+        computed += todo[0][0] - pos
+        pos = todo[0][0]
+    if todo and pos != todo[0][0]:
+        raise ModelError(f"isolated tool lines: sequence {seq} holds {pos} tokens, inside the line at {todo[0]}")
+    # every line is computed before any is placed: llama.cpp applies a shift (`seq_add`) to the keys only at the next
+    # decode, and a span parked before that (`isolated_line_state`) would be saved, and put back, unrotated
+    states = [isolated_line_state(ctx, seq, prefix_len, tokens[first:end], work) for first, end in todo]
+    for (first, end), state in zip(todo, states):
+        place_span(ctx, seq, state, prefix_len, tokens[first:end], work, tail=int(end == len(tokens)))
+        computed += end - first
+        pos = end
+    if pos < len(tokens):
+        rest = list(tokens[pos:])
+        computed += len(rest)
+        if rest_chunks:
+            for size in rest_chunks:
+                ctx.decode(rest[:size], seq, pos)
+                rest, pos = rest[size:], pos + size
+        else:
+            ctx.decode(rest, seq, pos, cuts)
+    return computed
+
+
 class LlamaCppBackend:
     """The default backend: a GGUF model in this process (the packaged Gemma 3 270M unless configured).
 
@@ -114,6 +191,9 @@ class LlamaCppBackend:
         self._segments: OrderedDict[tuple[str, bool], list[int]] = OrderedDict()
         self._grammars: OrderedDict[str, GrammarConstraint] = OrderedDict()
         self._newline = self.model.tokenize("\n")[-1]
+        # isolated tool lines (`Prompt.isolated`) are shifted into place: memory that cannot shift gets them sequential
+        self.can_isolate = self.context.can_shift()
+        self._work = next(s for s in range(self.context.n_seq_max) if s != seq)  # where an isolated line is computed
         self.blocks: BlockFiller | None = None  # compiled KV blocks for marked segments (`nexus.kv.attach_blocks`)
 
     # -- tokens and the prefix cache ---------------------------------------------------------------
@@ -167,10 +247,17 @@ class LlamaCppBackend:
         common = reusable_prefix(common, cuts)
         if common < len(held):
             self.context.seq_rm(self.seq, common)
+        isolated = bool(prompt is not None and prompt.isolated and spans)
+        if isolated and not self.can_isolate:
+            log.warning("this model's KV memory cannot shift: isolated tool lines are decoded sequentially")
+            isolated = False
         try:
             if self.blocks is not None and any(first >= common for first, _, _ in spans):
-                return self.blocks.fill(self.context, self.seq, tokens, spans, common, cuts)
-            self.context.decode(tokens[common:], self.seq, common, cuts)
+                return self.blocks.fill(self.context, self.seq, tokens, spans, common, cuts, isolated=isolated)
+            if isolated:
+                decode_isolated(self.context, self.seq, tokens, spans, common, cuts, self._work)
+            else:
+                self.context.decode(tokens[common:], self.seq, common, cuts)
         except ModelError as exc:
             if self.blocks is None:
                 raise
@@ -179,8 +266,12 @@ class LlamaCppBackend:
             log.warning("prefill with KV blocks attached failed (%s); freeing the blocks' sequences and prefilling "
                         "the prompt instead", exc)
             self.blocks.release()
-            done = len(self.context.tokens(self.seq))
-            self.context.decode(tokens[done:], self.seq, done, cuts)
+            done = reusable_prefix(len(self.context.tokens(self.seq)), cuts)
+            self.context.seq_rm(self.seq, done)
+            if isolated:
+                decode_isolated(self.context, self.seq, tokens, spans, done, cuts, self._work)
+            else:
+                self.context.decode(tokens[done:], self.seq, done, cuts)
         return len(tokens) - common
 
     def prefill(self, prompt: Prompt) -> int:
