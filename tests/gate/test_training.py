@@ -349,7 +349,7 @@ def test_recalibrate_fits_dev_registries_too_and_fingerprints_them(tmp_path):
         check_disjoint(refitted, reg)
 
 
-def test_calibration_split_leaves_out_the_sources_whose_golds_are_ambiguous():
+def test_calibration_split_caps_the_ambiguous_sources_as_a_class_of_their_own():
     from nexus.gate.training import TrainConfig, calibration_split
     from nexus.registry import Registry, Tool
 
@@ -360,8 +360,31 @@ def test_calibration_split_leaves_out_the_sources_whose_golds_are_ambiguous():
     keys = {t.name: k for k, t in registry.items()}
     turns = [LabelledTurn(f"{s}:{i}", f"request {i} for {s}", (keys[f"{s}_tool{i}"],), (), s)
              for s in ("toolalpaca", "apibench_torchhub") for i in range(20)]
-    config = TrainConfig(cal_fraction=0.5)
-    _, _, cal_rel, _, _, _ = calibration_split(registry, turns, [], config)
-    assert cal_rel and {t.source for t in cal_rel} == {"toolalpaca"}
-    _, _, kept, _, _, _ = calibration_split(registry, turns, [], replace(config, calibration_skip_sources=()))
-    assert "apibench_torchhub" in {t.source for t in kept}
+    _, _, cal_rel, _, _, _ = calibration_split(registry, turns, [], TrainConfig(cal_fraction=0.5, max_calibration_turns=3))
+    by_source = [t.source for t in cal_rel]
+    assert by_source.count("toolalpaca") == 3 and by_source.count("apibench_torchhub") == 3
+
+
+def test_unranked_turns_count_for_no_tool_but_not_for_the_route_certificate():
+    from nexus.gate.probabilities import RiskTargets, ScoredTurn, fit_calibration
+
+    rng = np.random.default_rng(0)
+    ranked, nt = [], []
+    for _ in range(400):
+        ce = rng.normal(0, 1, 5)
+        ce[0] += 4
+        ranked.append(ScoredTurn(ce, np.full(5, 0.5) + 0.1 * (np.arange(5) == 0), np.zeros(5), np.arange(5) == 0, False))
+        nt.append(ScoredTurn(rng.normal(-3, 1, 5), np.full(5, 0.3), np.zeros(5), np.zeros(5, bool), True))
+    # confident turns whose labelled gold is another candidate (an ambiguous source): as ranked turns they are ROUTE
+    # errors; unranked they leave ROUTE alone
+    wrong = [ScoredTurn(t.ce, t.dense, t.lexical, np.arange(5) == 1, False, 0, ranked=True) for t in ranked[:60]]
+    targets = RiskTargets(route=0.02)
+    with_errors = fit_calibration(ranked + nt + wrong, targets)
+    unranked = fit_calibration(ranked + nt + [replace(t, ranked=False) for t in wrong], targets)
+    clean = fit_calibration(ranked + nt, targets)
+    assert unranked.report["n_relevant_unranked"] == 60 and unranked.report["n_relevant"] == 400
+    assert unranked.report["top1"] == clean.report["top1"] > with_errors.report["top1"]
+    # the no-tool map sees the unranked turns too, so coverage moves a little, not as with errors
+    assert abs(unranked.report["coverage"] - clean.report["coverage"]) < 0.01
+    assert unranked.report["coverage"] > with_errors.report["coverage"] + 0.05
+    assert unranked.thresholds.no_tool != clean.thresholds.no_tool or unranked.no_tool != clean.no_tool

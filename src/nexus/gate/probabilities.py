@@ -193,6 +193,8 @@ class ScoredTurn:
     gold: np.ndarray           # bool per candidate
     no_tool: bool
     n_tools: int = 0           # size of the registry the candidates came from
+    ranked: bool = True        # False: other tools may serve it as well as its gold (`AMBIGUOUS_SOURCES`): it counts
+                               # for "a tool applies" (p_no_tool, NO_TOOL), not for which tool (order, p_top1, ROUTE)
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
     """Fit fusion, probability maps and thresholds on a held-out calibration split (`rank`: see RANKINGS)."""
     if rank not in RANKINGS:
         raise ValueError(f"rank must be one of {RANKINGS}, got {rank!r}")
-    relevant = [t for t in turns if not t.no_tool]
+    relevant = [t for t in turns if not t.no_tool and t.ranked]
     ranked = [t for t in relevant if t.gold.any()]
     if len(ranked) < 10:
         raise ValueError(f"calibration needs >= 10 relevant turns whose tool is among the candidates, got {len(ranked)}")
@@ -288,8 +290,8 @@ def fit_calibration(turns: Sequence[ScoredTurn], targets: RiskTargets = RiskTarg
     else:  # no no-tool turns to learn from: a fixed, uninformative map (p = 0.5 at the mean)
         no_tool = LogisticMap((0.0,) * len(no_tool_inputs), 0.0, (0.0,) * len(no_tool_inputs), (1.0,) * len(no_tool_inputs))
     # per-candidate relevance
-    x_rel = np.concatenate([t.ce for t in turns])[:, None]
-    y_rel = np.concatenate([t.gold for t in turns]).astype(float)
+    x_rel = np.concatenate([t.ce for t in turns if t.ranked or t.no_tool])[:, None]
+    y_rel = np.concatenate([t.gold for t in turns if t.ranked or t.no_tool]).astype(float)
     relevance = fit_logistic(x_rel, y_rel)
     sizes = [t.n_tools for t in turns]
     fitted = GateCalibration(fusion, top1, no_tool, relevance, no_tool_inputs=no_tool_inputs, top1_inputs=top1_inputs,
@@ -303,7 +305,15 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
 
     ROUTE is certified on the mix it will meet: relevant and no-tool turns (weighted to `targets.no_tool_share`),
     where a ROUTE on a turn that needs no tool counts as an error, and NO_TOOL (decided first) takes its turns away.
+    NO_TOOL is certified on every turn; ROUTE and SHORTLIST on the turns whose gold is the one right tool (`ranked`).
     """
+    every = [cal.apply(t.ce, t.dense, t.lexical, t.n_tools).p_no_tool for t in turns]
+    is_nt_every = np.array([t.no_tool for t in turns])
+    t_no_tool = (threshold_for_risk(np.array(every), is_nt_every, targets.no_tool, min_accepted=5, z=targets.z,
+                                    weights=prior_weights(is_nt_every, targets.no_tool_share))
+                 if is_nt_every.any() and (~is_nt_every).any() else float("inf"))
+    n_unranked = sum(1 for t in turns if not (t.ranked or t.no_tool))
+    turns = [t for t in turns if t.ranked or t.no_tool]
     outs = [cal.apply(t.ce, t.dense, t.lexical, t.n_tools) for t in turns]
     rel = [i for i, t in enumerate(turns) if not t.no_tool]
     p_all = np.array([o.p_top1 for o in outs])
@@ -315,8 +325,6 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     p_nt = np.array([o.p_no_tool for o in outs])
     is_nt = np.array([t.no_tool for t in turns])
     mix = prior_weights(is_nt, targets.no_tool_share)
-    t_no_tool = (threshold_for_risk(p_nt, is_nt, targets.no_tool, min_accepted=5, z=targets.z, weights=mix)
-                 if is_nt.any() and (~is_nt).any() else float("inf"))
     route_conf = route_confidence(p_all, p_nt) * (second_all < targets.multi) * (p_nt < t_no_tool)
     t_route = threshold_for_risk(route_conf, ok_all, targets.route, min_accepted=5, z=targets.z, weights=mix)
     p_nt_rel = p_nt[rel]
@@ -338,10 +346,11 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
         thresholds = Thresholds(route=t_route, no_tool=t_no_tool, fallback=t_fallback, multi=targets.multi)
         shortlisted = ~routed & (p_nt_rel < t_fallback)
     report = {
-        "n_turns": len(turns), "n_relevant": len(rel), "n_no_tool": int(is_nt.sum()),
+        "n_turns": len(turns) + n_unranked, "n_relevant": len(rel), "n_no_tool": int(is_nt.sum()),
+        "n_relevant_unranked": n_unranked,
         "top1": float(correct.mean()) if len(rel) else float("nan"),
         "ece_top1": expected_calibration_error(p_top1, correct) if len(rel) else float("nan"),
-        "no_tool_auroc": auroc(p_nt, is_nt) if is_nt.any() and (~is_nt).any() else float("nan"),
+        "no_tool_auroc": auroc(np.array(every), is_nt_every) if is_nt_every.any() and (~is_nt_every).any() else float("nan"),
         "coverage": float(routed.mean()) if len(rel) else 0.0,
         "selective_accuracy": float(ok_all[routed_all].mean()) if routed_all.any() else float("nan"),
         "route_on_no_tool": int((routed_all & is_nt).sum()),

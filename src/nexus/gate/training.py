@@ -75,10 +75,11 @@ class TrainConfig:
     half_weights: bool = True           # round trained weights through fp16 before calibrating: a compact save is then exact
     targets: RiskTargets = field(default_factory=RiskTargets)
     rank: str = "slb"                   # candidate order: the SLB's ("slb") or fused with the cross-encoder (RANKINGS)
-    # sources left out of the calibration split (they still train): a gold that other tools serve as well makes a
-    # right answer count as a ROUTE error and pulls p(top-1) below what a registry of distinct tools shows. Chosen on
-    # dev (session 7): with APIBench in, calibration top-1 was 0.64 and ROUTE never certified; without it, 0.85, and on
-    # D3 / DB coverage 0.34 / 0.40 at selective accuracy 0.981 / 0.990, NO_TOOL recall 0.40 -> 0.54 / 0.58
+    # sources whose calibration turns say only "a tool applies" (p_no_tool, NO_TOOL), not which one (order, p_top1,
+    # ROUTE, SHORTLIST): a gold that other tools serve as well makes a right answer count as a wrong one. With APIBench
+    # ranked, calibration top-1 was 0.64 and ROUTE never certified; with it left out entirely, top-1 0.85 and ROUTE
+    # certified, but the NO_TOOL threshold, fitted without APIBench's hard relevant turns, fell to 0.79 and told more
+    # relevant turns NO_TOOL (the demo's calculator turn). Session 7, dev D3 / DB and the demo
     calibration_skip_sources: tuple[str, ...] = AMBIGUOUS_SOURCES
 
     @classmethod
@@ -263,10 +264,11 @@ def fit_scorer(scorer: CrossEncoderScorer, groups: Sequence[PairGroup], config: 
 
 # -- calibration ----------------------------------------------------------------------------------------
 def score_turns(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, registry: Registry, turns: Sequence[LabelledTurn],
-                k: int, exclude: set[str] = frozenset()) -> list[ScoredTurn]:
+                k: int, exclude: set[str] = frozenset(), unranked: Sequence[str] = ()) -> list[ScoredTurn]:
     """SLB top-k and cross-encoder logits for each turn, with gold marks: the calibration input.
 
-    Tools in `exclude` are invisible, so the turns are scored as if the registry held the others only."""
+    Tools in `exclude` are invisible, so the turns are scored as if the registry held the others only; turns of the
+    `unranked` sources are marked so (`ScoredTurn.ranked`)."""
     texts = [_turn_text(t) for t in turns]
     vectors = slb.embedder.embed(texts) if texts else []
     n_tools = len(slb) - len(set(exclude) & set(slb.keys))
@@ -278,7 +280,7 @@ def score_turns(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, regist
         ce = scorer.score([text] * len(hits), [tool_text(h.key, registry.get(h.key)) for h in hits])
         gold = np.array([h.key in turn.tools for h in hits])
         out.append(ScoredTurn(ce, np.array([h.dense for h in hits]), np.array([h.lexical for h in hits]), gold,
-                              not turn.tools, n_tools))
+                              not turn.tools, n_tools, turn.source not in unranked))
     return out
 
 
@@ -296,7 +298,7 @@ def score_calibration(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, 
     for i, size in enumerate(sizes):
         keep = set(rng.sample(others, max(0, min(len(others), size - len(gold)))))
         hidden = set(absent) | {k for k in others if k not in keep}
-        scored += score_turns(scorer, slb, registry, cal_rel, config.k, hidden)
+        scored += score_turns(scorer, slb, registry, cal_rel, config.k, hidden, config.calibration_skip_sources)
         scored += score_turns(scorer, slb, registry, cal_nt, config.k, hidden)
         if progress:  # one line per registry size: scoring ~2,300 turns takes minutes
             progress((i + 1) * (len(cal_rel) + len(cal_nt)), len(sizes) * (len(cal_rel) + len(cal_nt)))
@@ -323,14 +325,15 @@ def calibration_split(registry: Registry, relevant: Sequence[LabelledTurn], no_t
         if absent:
             cal_nt = [LabelledTurn(t.id, t.query) for t in self_supervised_turns(registry, 1, config.seed + 2, sorted(absent))]
         train_rel = []
-    if config.calibration_skip_sources:
-        cal_rel = [t for t in cal_rel if t.source not in config.calibration_skip_sources]
-    if config.max_calibration_turns:
+    if config.max_calibration_turns:  # capped per class; turns of the unranked sources are a class of their own
         rng = random.Random(config.seed + 5)
-        for part in (cal_rel, cal_nt):
+        unranked = [t for t in cal_rel if t.source in config.calibration_skip_sources]
+        cal_rel = [t for t in cal_rel if t.source not in config.calibration_skip_sources]
+        for part in (cal_rel, cal_nt, unranked):
             if len(part) > config.max_calibration_turns:
                 kept = set(rng.sample(range(len(part)), config.max_calibration_turns))
                 part[:] = [t for i, t in enumerate(part) if i in kept]
+        cal_rel += unranked
     return list(train_rel), list(train_nt), list(cal_rel), list(cal_nt), held, absent
 
 
