@@ -118,3 +118,22 @@ def test_real_minilm_routes_and_int8_matches_fp32(minilm):
         assert slb.search(query, k=1)[0].key == tool
         vec = minilm.embed([query])[0]
         assert np.max(np.abs(slb.scores(query, vec) - slb.scores(query, vec, precision="fp32"))) < 0.01
+
+
+def test_forget_queries_makes_the_next_lookup_embed_again():
+    class Counting(HashEmbedder):
+        calls = 0
+
+        def embed(self, texts):
+            Counting.calls += len(texts)
+            return super().embed(texts)
+
+    slb = SemanticLookasideBuffer(Counting())
+    slb.sync(registry_of())
+    Counting.calls = 0   # the tool texts are embedded by sync
+    slb.search("tool 3 please")
+    slb.search("tool 3 please")
+    assert Counting.calls == 1
+    slb.forget_queries()
+    slb.search("tool 3 please")
+    assert Counting.calls == 2

@@ -360,9 +360,11 @@ def run_latency(cases: Sequence[Case], backend: LLMBackend, slb: SemanticLookasi
         gate = gate_for(slb, registry)
         router = Router(registry, slb, gate, backend, k=k, max_arg_tokens=max_arg_tokens, settings=plain)
         needed = full_schema_tokens(case, router.caller)
+        slb.forget_queries()  # each routed path embeds its turns itself: no path reuses another's embeddings
         rows = run_nexus(case, router)
         tick(case, "nexus")
         if "nexus_kv" in paths:
+            slb.forget_queries()
             kv_router = Router(registry, slb, gate, backend, k=k, max_arg_tokens=max_arg_tokens, settings=with_kv)
             compile_s = _compile_blocks(kv_router, registry)
             rows += [dict(r, kv_compile_s=compile_s) for r in run_nexus(case, kv_router, "nexus_kv")]

@@ -94,6 +94,12 @@ class SemanticLookasideBuffer:
                 self._queries.move_to_end(text)
             return np.stack([self._queries[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.float32)
 
+    def forget_queries(self) -> None:
+        """Empty the query memo, so the next lookup of any text embeds it again (a benchmark timing each path
+        from scratch)."""
+        with self._queries_lock:
+            self._queries.clear()
+
     def __len__(self) -> int:
         return len(self.keys)
 
