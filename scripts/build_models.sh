@@ -35,7 +35,7 @@ NEXUS_EMBEDDER="$WORK/embedder" run $NEXUS gate train --data "$WORK/bfcl_pool" -
   --no-self --max-per-source "$CAP" --max-calibration 400 --steps "${SPLIT_STEPS:-150}" --base "$WORK/gate" \
   --scorer split-cosine --seed 0 --out "$WORK/gate-split" --json "$WORK/gate-split-train.json"
 # 6. session 7: the probabilities refitted with today's calibration defaults (weights untouched): candidates kept in
-#    the SLB's order (`GateSettings.rank`), APIBench left out of the calibration split (`calibration_skip_sources`)
+#    the SLB's order (`GateSettings.rank`), APIBench unranked in the calibration split (`unranked_sources`)
 NEXUS_EMBEDDER="$WORK/embedder" run $NEXUS gate calibrate --model "$WORK/gate-split" --data "$WORK/bfcl_pool" \
   --data "$DATA/train" "${EXCLUDE[@]}" --max-per-source "$CAP" --seed 0
 # 7. compact copies into models/ (changed tensors in fp16, rebuilt on the packaged MiniLM when loaded)

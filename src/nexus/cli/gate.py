@@ -134,8 +134,8 @@ def calibrate(
     dev: List[Path] = typer.Option([], help="dev registry folder(s) (tools.json + queries.jsonl, e.g. `nexus data bfcl "
                                    "--seed 1 --exclude T`): scored whole and fitted with the calibration split; "
                                    "never report figures on them afterwards (benchmarks refuse them)"),
-    calibration_skip_source: Optional[List[str]] = typer.Option(None, help="source(s) whose turns stay out of the "
-                                                                "calibration split (default: as saved)"),
+    unranked_source: Optional[List[str]] = typer.Option(None, help="source(s) whose calibration turns count "
+                                                        "for NO_TOOL only, not for which tool is right (default: as saved)"),
 ) -> None:
     """Refit calibration and thresholds of a saved model on its own held-out calibration split (give the data
     arguments it was trained with; the split is rebuilt from them and the saved config), plus any --dev registries."""
@@ -154,7 +154,7 @@ def calibrate(
         dev_sets.append(DevSet(folder.name, _slb(dev_registry, settings, embedder=slb.embedder), dev_registry,
                                _labelled([folder / "queries.jsonl"], dev_registry)))
     refitted = recalibrate(model, registry, slb, turns, dev=dev_sets, rank=gs.rank,
-                           calibration_skip_sources=calibration_skip_source, **cap)
+                           unranked_sources=unranked_source, **cap)
     print(json.dumps({"model": str(model), "calibration": refitted.calibration.report}, indent=2, default=str))
 
 

@@ -307,14 +307,15 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
     where a ROUTE on a turn that needs no tool counts as an error, and NO_TOOL (decided first) takes its turns away.
     NO_TOOL is certified on every turn; ROUTE and SHORTLIST on the turns whose gold is the one right tool (`ranked`).
     """
-    every = [cal.apply(t.ce, t.dense, t.lexical, t.n_tools).p_no_tool for t in turns]
+    outs = [cal.apply(t.ce, t.dense, t.lexical, t.n_tools) for t in turns]
+    every = np.array([o.p_no_tool for o in outs])
     is_nt_every = np.array([t.no_tool for t in turns])
-    t_no_tool = (threshold_for_risk(np.array(every), is_nt_every, targets.no_tool, min_accepted=5, z=targets.z,
+    t_no_tool = (threshold_for_risk(every, is_nt_every, targets.no_tool, min_accepted=5, z=targets.z,
                                     weights=prior_weights(is_nt_every, targets.no_tool_share))
                  if is_nt_every.any() and (~is_nt_every).any() else float("inf"))
-    n_unranked = sum(1 for t in turns if not (t.ranked or t.no_tool))
-    turns = [t for t in turns if t.ranked or t.no_tool]
-    outs = [cal.apply(t.ce, t.dense, t.lexical, t.n_tools) for t in turns]
+    keep = [i for i, t in enumerate(turns) if t.ranked or t.no_tool]
+    n_unranked = len(turns) - len(keep)
+    turns, outs = [turns[i] for i in keep], [outs[i] for i in keep]
     rel = [i for i, t in enumerate(turns) if not t.no_tool]
     p_all = np.array([o.p_top1 for o in outs])
     ok_all = np.array([(not t.no_tool) and bool(t.gold[o.order[0]]) for t, o in zip(turns, outs)])
@@ -350,7 +351,7 @@ def with_thresholds(cal: GateCalibration, turns: Sequence[ScoredTurn], targets: 
         "n_relevant_unranked": n_unranked,
         "top1": float(correct.mean()) if len(rel) else float("nan"),
         "ece_top1": expected_calibration_error(p_top1, correct) if len(rel) else float("nan"),
-        "no_tool_auroc": auroc(np.array(every), is_nt_every) if is_nt_every.any() and (~is_nt_every).any() else float("nan"),
+        "no_tool_auroc": auroc(every, is_nt_every) if is_nt_every.any() and (~is_nt_every).any() else float("nan"),
         "coverage": float(routed.mean()) if len(rel) else 0.0,
         "selective_accuracy": float(ok_all[routed_all].mean()) if routed_all.any() else float("nan"),
         "route_on_no_tool": int((routed_all & is_nt).sum()),

@@ -80,7 +80,7 @@ class TrainConfig:
     # ranked, calibration top-1 was 0.64 and ROUTE never certified; with it left out entirely, top-1 0.85 and ROUTE
     # certified, but the NO_TOOL threshold, fitted without APIBench's hard relevant turns, fell to 0.79 and told more
     # relevant turns NO_TOOL (the demo's calculator turn). Session 7, dev D3 / DB and the demo
-    calibration_skip_sources: tuple[str, ...] = AMBIGUOUS_SOURCES
+    unranked_sources: tuple[str, ...] = AMBIGUOUS_SOURCES
 
     @classmethod
     def from_settings(cls, gate_settings, **changes) -> "TrainConfig":
@@ -298,7 +298,7 @@ def score_calibration(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, 
     for i, size in enumerate(sizes):
         keep = set(rng.sample(others, max(0, min(len(others), size - len(gold)))))
         hidden = set(absent) | {k for k in others if k not in keep}
-        scored += score_turns(scorer, slb, registry, cal_rel, config.k, hidden, config.calibration_skip_sources)
+        scored += score_turns(scorer, slb, registry, cal_rel, config.k, hidden, config.unranked_sources)
         scored += score_turns(scorer, slb, registry, cal_nt, config.k, hidden)
         if progress:  # one line per registry size: scoring ~2,300 turns takes minutes
             progress((i + 1) * (len(cal_rel) + len(cal_nt)), len(sizes) * (len(cal_rel) + len(cal_nt)))
@@ -327,8 +327,8 @@ def calibration_split(registry: Registry, relevant: Sequence[LabelledTurn], no_t
         train_rel = []
     if config.max_calibration_turns:  # capped per class; turns of the unranked sources are a class of their own
         rng = random.Random(config.seed + 5)
-        unranked = [t for t in cal_rel if t.source in config.calibration_skip_sources]
-        cal_rel = [t for t in cal_rel if t.source not in config.calibration_skip_sources]
+        unranked = [t for t in cal_rel if t.source in config.unranked_sources]
+        cal_rel = [t for t in cal_rel if t.source not in config.unranked_sources]
         for part in (cal_rel, cal_nt, unranked):
             if len(part) > config.max_calibration_turns:
                 kept = set(rng.sample(range(len(part)), config.max_calibration_turns))
@@ -372,7 +372,7 @@ _KEEP = object()
 def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBuffer, labelled: Sequence[LabelledTurn] = (),
                 targets: RiskTargets | None = None, max_calibration_turns: int | None | object = _KEEP,
                 dev: Sequence[DevSet] = (), rank: str | None = None,
-                calibration_skip_sources: Sequence[str] | None = None) -> GateModel:
+                unranked_sources: Sequence[str] | None = None) -> GateModel:
     """Refit a saved model's calibration (and thresholds) on the calibration split of the data it was trained
     with — or on any labelled turns whose tools it never saw — and rewrite its header; weights are untouched.
     `max_calibration_turns` (None: no cap) replaces the saved cap, and is recorded in the header's config, so more of
@@ -396,8 +396,8 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
         config = dataclasses.replace(config, max_calibration_turns=max_calibration_turns)
     if rank is not None:
         config = dataclasses.replace(config, rank=rank)
-    if calibration_skip_sources is not None:
-        config = dataclasses.replace(config, calibration_skip_sources=tuple(calibration_skip_sources))
+    if unranked_sources is not None:
+        config = dataclasses.replace(config, unranked_sources=tuple(unranked_sources))
     relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
     _, _, cal_rel, cal_nt, _, absent = calibration_split(registry, relevant, no_tool, config)
     extra = [s for d in distinct_turns(dev) for s in score_turns(model.scorer, d.slb, d.registry, d.turns, config.k)]
@@ -405,7 +405,7 @@ def recalibrate(folder: str | Path, registry: Registry, slb: SemanticLookasideBu
                                     synthetic=not relevant, extra=extra)
     training = dict(model.header.training or {})
     training["config"] = {**cfg, "max_calibration_turns": config.max_calibration_turns, "rank": config.rank,
-                          "calibration_skip_sources": list(config.calibration_skip_sources)}
+                          "unranked_sources": list(config.unranked_sources)}
     training["n_calibration"] = len(scored)
     training["calibration_dev"] = dev_record(dev) if dev else None
     model.header = dataclasses.replace(model.header, training=training, embedder_id=slb.embedder.id,

@@ -24,7 +24,7 @@ from nexus.kv.fidelity import kl_from_logits, top1_agrees
 from nexus.kv.injector import BlockInjector, RepairPolicy
 from nexus.kv.store import BlockStore
 from nexus.llm.base import reusable_prefix, unit_sizes
-from nexus.llm.llamacpp import decode_isolated
+from nexus.llm.llamacpp import decode_from, decode_isolated
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +155,7 @@ class KVBlocks:
             keep = min(_common_prefix(ctx.tokens(seq), tokens), len(tokens) - 1)
             keep = reusable_prefix(keep, cuts)
             ctx.seq_rm(seq, keep)
-            if isolated:
-                decode_isolated(ctx, seq, tokens, spans, keep, cuts, self.injector.scratch)
-            else:
-                ctx.decode(tokens[keep:], seq, keep, cuts)
+            decode_from(ctx, seq, tokens, keep, cuts, spans, isolated, self.injector.scratch)
             computed += len(tokens) - keep
         self.injections += len(drifts)
         # between prompts only the live sequence holds cells, as without blocks: a header copy left pinned here

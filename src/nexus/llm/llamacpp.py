@@ -154,6 +154,16 @@ def decode_isolated(ctx: KVContext, seq: int, tokens: Sequence[int], spans: Sequ
     return computed
 
 
+def decode_from(ctx: KVContext, seq: int, tokens: Sequence[int], start: int, cuts: Sequence[int],
+                spans: Sequence[tuple[int, int, str]] = (), isolated: bool = False, work: int = -1) -> None:
+    """Decode tokens[start:] into `seq` (holding tokens[:start]) in the prompt's units, or, `isolated`, with its tool
+    lines `spans` encoded independently in the `work` sequence (`decode_isolated`)."""
+    if isolated:
+        decode_isolated(ctx, seq, tokens, spans, start, cuts, work)
+    else:
+        ctx.decode(list(tokens[start:]), seq, start, cuts)
+
+
 class LlamaCppBackend:
     """The default backend: a GGUF model in this process (the packaged Gemma 3 270M unless configured).
 
@@ -254,10 +264,7 @@ class LlamaCppBackend:
         try:
             if self.blocks is not None and any(first >= common for first, _, _ in spans):
                 return self.blocks.fill(self.context, self.seq, tokens, spans, common, cuts, isolated=isolated)
-            if isolated:
-                decode_isolated(self.context, self.seq, tokens, spans, common, cuts, self._work)
-            else:
-                self.context.decode(tokens[common:], self.seq, common, cuts)
+            decode_from(self.context, self.seq, tokens, common, cuts, spans, isolated, self._work)
         except ModelError as exc:
             if self.blocks is None:
                 raise
@@ -268,10 +275,7 @@ class LlamaCppBackend:
             self.blocks.release()
             done = reusable_prefix(len(self.context.tokens(self.seq)), cuts)
             self.context.seq_rm(self.seq, done)
-            if isolated:
-                decode_isolated(self.context, self.seq, tokens, spans, done, cuts, self._work)
-            else:
-                self.context.decode(tokens[done:], self.seq, done, cuts)
+            decode_from(self.context, self.seq, tokens, done, cuts, spans, isolated, self._work)
         return len(tokens) - common
 
     def prefill(self, prompt: Prompt) -> int:

@@ -65,10 +65,9 @@ def _batches(pairs: list[tuple[str, str]], size: int) -> list[list[tuple[str, st
 
 
 def mine_hard_negatives(model, pairs: Sequence[tuple[str, str]], pools: Sequence[Sequence[str]], n: int,
-                        skip: int = 0, batch: int = 64) -> list[list[str]]:
+                        batch: int = 64) -> list[list[str]]:
     """For each (query, tool text) pair, the `n` texts of its pool (the other tools of its source) that `model`
-    ranks highest for the query, the gold text left out; the first `skip` of them are passed over (near-duplicates
-    of the gold, e.g. APIBench models of one task, are often not wrong at all)."""
+    ranks highest for the query, the gold text left out (an empty pool: none)."""
     import numpy as np
 
     texts = sorted({t for pool in pools for t in pool})
@@ -82,7 +81,7 @@ def mine_hard_negatives(model, pairs: Sequence[tuple[str, str]], pools: Sequence
             out.append([])
             continue
         scores = docs[[row[t] for t in others]] @ vec
-        best = np.argsort(-scores, kind="stable")[skip: skip + n]
+        best = np.argsort(-scores, kind="stable")[:n]
         out.append([others[i] for i in best])
     return out
 
@@ -92,8 +91,8 @@ def _loss(model, batch: Sequence[tuple[str, str]], negatives: Sequence[Sequence[
     is another pair's gold is that column already, so no query is taught against its own tool)."""
     import torch
 
-    columns = [d for _, d in batch]
-    columns += [t for t in dict.fromkeys(t for negs in negatives for t in negs) if t not in set(columns)]
+    golds = [d for _, d in batch]
+    columns = list(dict.fromkeys(golds + [t for negs in negatives for t in negs]))  # golds first, each text once
     queries = model(model.preprocess([q for q, _ in batch]))["sentence_embedding"]
     docs = model(model.preprocess(columns))["sentence_embedding"]
     logits = torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(docs, dim=-1).T
