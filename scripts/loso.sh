@@ -23,15 +23,18 @@ EXCLUDE=(--exclude "$WORK/t1000/tools.json" --exclude "$WORK/t250/tools.json")
 for X in $SOURCES; do
   D=$OUT/$X
   mkdir -p "$D"
+  # X's sibling sets share its tools (rotbench_gpt4 holds rotbench's 569 tools): they are left out with it
+  SKIP=(--skip-source "$X")
+  for SIB in "$DATA"/train/"$X"_*/; do if [[ -d $SIB ]]; then SKIP+=(--skip-source "$(basename "$SIB")"); fi; done
   if [[ ! -f $D/embedder/nexus-tuning.json ]]; then
     rm -rf "$D/embedder"
-    NEXUS_EMBEDDER=minilm run $NEXUS slb tune --data "$WORK/bfcl_pool" --data "$DATA/train" --skip-source "$X" \
+    NEXUS_EMBEDDER=minilm run $NEXUS slb tune --data "$WORK/bfcl_pool" --data "$DATA/train" "${SKIP[@]}" \
       --exclude-tools "$WORK/t1000/tools.json" --exclude-tools "$WORK/t250/tools.json" \
       --max-per-source "$CAP" --max-length 64 --epochs 1 --seed 0 --compact --out "$D/embedder"
   fi
   if [[ ! -f $D/gate/nexus_gate.json ]]; then
     NEXUS_EMBEDDER="$D/embedder" run $NEXUS gate train --data "$WORK/bfcl_pool" --data "$DATA/train" "${EXCLUDE[@]}" \
-      --skip-source "$X" --no-self --max-per-source "$CAP" --max-calibration 150 --steps "$STEPS" --base "$D/embedder" \
+      "${SKIP[@]}" --no-self --max-per-source "$CAP" --max-calibration 150 --steps "$STEPS" --base "$D/embedder" \
       --scorer "$SCORER" --seed 0 --out "$D/gate" --json "$D/gate-train.json"
   fi
   NEXUS_EMBEDDER="$D/embedder" run $NEXUS gate eval --tools "$DATA/train/$X/tools.json" --queries "$DATA/train/$X/queries.jsonl" \
