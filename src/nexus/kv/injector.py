@@ -1,10 +1,11 @@
 """Injecting a compiled block into a live sequence, and the repair policy that decides how much of it to
 recompute.
 
-Injection (llama.cpp's sequence API): restore the block into a scratch sequence at the positions it was
-compiled at (`llama_state_seq_set_data`), shift it to where it lands (`llama_memory_seq_add`: llama.cpp
-re-rotates the keys for RoPE), let the live sequence share those cells (`llama_memory_seq_cp`), empty the
-scratch sequence. Repair recomputes parts of the block where they land, in the live context:
+Injection (llama.cpp's sequence API): restore the block into a scratch sequence at the positions where it lands
+(`KVContext.load_span`: the positions and RoPE keys of its saved state moved by the drift in numpy,
+`nexus.llm.rope`, then `llama_state_seq_set_data`; llama.cpp's own `llama_memory_seq_add` only where the state
+cannot be parsed, since its shift re-rotates every cell of the cache), let the live sequence share those cells
+(`llama_memory_seq_cp`), empty the scratch sequence. Repair recomputes parts of the block where they land, in the live context:
 
 - `tail` (the reference design's suffix re-decode): the block's last r tokens and so the seam to what
   follows are decoded fresh, attending to everything before them;
@@ -102,9 +103,7 @@ class BlockInjector:
             return Injection(drift, 0, n, time.perf_counter() - start, reason)
         if head:
             ctx.decode(tokens[:head], seq, landing)
-        ctx.load_span(self.scratch, block.payload)
-        if drift:
-            ctx.seq_add(self.scratch, block.anchor, block.anchor + n, drift)
+        ctx.load_span(self.scratch, block.payload, delta=drift)  # moved in its state: no llama.cpp K-shift
         try:
             ctx.append_span(self.scratch, seq, landing + head, landing + n - tail, tokens[head:n - tail])
         finally:

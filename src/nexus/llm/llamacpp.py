@@ -106,12 +106,11 @@ def isolated_line_state(ctx: KVContext, seq: int, prefix_len: int, line: Sequenc
 def place_span(ctx: KVContext, seq: int, payload: bytes, anchor: int, tokens: Sequence[int], scratch: int,
                tail: int = 0) -> None:
     """Append a span computed at `anchor` (`isolated_line_state`, a compiled block) to `seq`: restore it into
-    `scratch`, shift it to where `seq` ends (llama.cpp re-rotates the keys), share its cells, free the scratch; its
-    last `tail` tokens are decoded in `seq` instead (attending to everything before them)."""
+    `scratch` at where `seq` ends (positions moved and keys re-rotated in the saved state, `KVContext.load_span`: no
+    llama.cpp shift, which would rotate every cell of the cache), share its cells, free the scratch; its last `tail`
+    tokens are decoded in `seq` instead (attending to everything before them)."""
     landing, n = len(ctx.tokens(seq)), len(tokens)
-    ctx.load_span(scratch, payload)
-    if landing != anchor:
-        ctx.seq_add(scratch, anchor, anchor + n, landing - anchor)
+    ctx.load_span(scratch, payload, delta=landing - anchor)
     try:
         ctx.append_span(scratch, seq, landing, landing + n - tail, list(tokens[:n - tail]))
     finally:
@@ -135,8 +134,9 @@ def decode_isolated(ctx: KVContext, seq: int, tokens: Sequence[int], spans: Sequ
         pos = todo[0][0]
     if todo and pos != todo[0][0]:
         raise ModelError(f"isolated tool lines: sequence {seq} holds {pos} tokens, inside the line at {todo[0]}")
-    # every line is computed before any is placed: llama.cpp applies a shift (`seq_add`) to the keys only at the next
-    # decode, and a span parked before that (`isolated_line_state`) would be saved, and put back, unrotated
+    # every line is computed before any is placed: where a span is shifted by llama.cpp (`seq_add`, the fallback of
+    # `load_span` for a state it cannot parse) the keys are rotated only at the next decode, and a span parked before
+    # that (`isolated_line_state`) would be saved, and put back, unrotated
     states = [isolated_line_state(ctx, seq, prefix_len, tokens[first:end], work) for first, end in todo]
     for (first, end), state in zip(todo, states):
         place_span(ctx, seq, state, prefix_len, tokens[first:end], work, tail=int(end == len(tokens)))

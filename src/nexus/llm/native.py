@@ -24,8 +24,12 @@ import numpy as np
 
 from nexus.errors import ModelError
 from nexus.llm.base import unit_bounds
+from nexus.llm.rope import ROPE_TYPES, RopeParams, StateFormatError, shift_state
 
 log = logging.getLogger(__name__)
+# Architectures whose sliding-window layers use llama.cpp's hparams default RoPE base (10000) when the file has no
+# `<arch>.rope.freq_base_swa` (llama.cpp's models/gemma3.cpp reads the key only if present); others are refused
+SWA_BASE_DEFAULT = {"gemma3": 10000.0}
 
 
 def _lib():
@@ -127,6 +131,42 @@ class GGUFModel:
         _lib().llama_model_desc(self.ptr, buf, len(buf))
         return buf.value.decode("utf-8", "replace")
 
+    def meta(self, key: str) -> str | None:
+        """A GGUF metadata value as text (None when the file has no such key)."""
+        buf = ctypes.create_string_buffer(256)
+        n = _lib().llama_model_meta_val_str(self.ptr, key.encode("utf-8"), buf, len(buf))
+        return buf.value.decode("utf-8", "replace") if n >= 0 else None
+
+    def rope_params(self) -> RopeParams:
+        """The RoPE constants llama.cpp's own K-shift uses for this model, per KV cache of a sequence state (an
+        interleaved-SWA model writes its global-attention cache, then its sliding-window one), for re-rotating saved
+        spans (`nexus.llm.rope`). Raises `StateFormatError` where they cannot be read safely."""
+        L = _lib()
+        arch = self.meta("general.architecture") or ""
+        rope_type = int(L.llama_model_rope_type(self.ptr))
+        if rope_type != -1 and rope_type not in ROPE_TYPES:
+            raise StateFormatError(f"{arch}: RoPE type {rope_type} (M-RoPE or vision) is not re-rotated here")
+        scaling = self.meta(f"{arch}.rope.scaling.type")
+        if scaling not in (None, "none", "linear"):
+            raise StateFormatError(f"{arch}: RoPE scaling {scaling!r} (only none and linear are re-rotated here)")
+        n_head = int(L.llama_model_n_head(self.ptr))
+        head_dim = int(self.meta(f"{arch}.attention.key_length") or int(L.llama_model_n_embd(self.ptr)) // max(n_head, 1))
+        n_rot = int(self.meta(f"{arch}.rope.dimension_count") or head_dim)
+        # llama.cpp's defaults where the file is silent: base 10000 (llama_model::load_hparams), scale 1
+        bases = [float(self.meta(f"{arch}.rope.freq_base") or 10000.0)]
+        scales = [float(L.llama_model_rope_freq_scale_train(self.ptr))]
+        if self.n_swa > 0:
+            if self.meta(f"{arch}.rope.dimension_count_swa") not in (None, str(n_rot)):
+                raise StateFormatError(f"{arch}: the sliding-window layers rotate another number of dimensions")
+            swa_base = self.meta(f"{arch}.rope.freq_base_swa")
+            if swa_base is None and arch not in SWA_BASE_DEFAULT:
+                raise StateFormatError(f"{arch}: no {arch}.rope.freq_base_swa in the file, and which base llama.cpp "
+                                       "then uses for its sliding-window layers is not known here")
+            bases.append(float(swa_base or SWA_BASE_DEFAULT[arch]))
+            scales.append(1.0)  # hparams.rope_freq_scale_train_swa: no architecture in SWA_BASE_DEFAULT reads one
+        return RopeParams(ROPE_TYPES.get(rope_type, "none"), n_rot, head_dim, int(L.llama_model_n_head_kv(self.ptr)),
+                          tuple(bases), tuple(scales))
+
     # -- lifetime ----------------------------------------------------------------------------------
     def close(self) -> None:
         for ctx in reversed(self._contexts):
@@ -189,6 +229,9 @@ class KVContext:
         self._batch = L.llama_batch_init(n_batch, 0, n_seq_max + 1)
         self._tokens: dict[int, list[int]] = {seq: [] for seq in range(n_seq_max)}
         self._logits_ready, self._logits_seq = False, None
+        self._rope: RopeParams | StateFormatError | None = None   # read from the model on the first shifted span
+        self._shift_warned = False
+        self.shifts = {"state": 0, "seq_add": 0}  # spans moved by `load_span`: in the state itself / by llama.cpp
         model._contexts.append(self)
 
     def tokens(self, seq: int) -> list[int]:
@@ -309,15 +352,43 @@ class KVContext:
         self._logits_ready = False
         return data
 
-    def load_span(self, seq: int, data: bytes) -> None:
-        """Restore a `span_state` into `seq` (emptied first) at the positions it was saved from. The record of
-        `seq` stays empty: a span is only shifted (`seq_add`) and appended to another sequence (`append_span`)."""
+    def load_span(self, seq: int, data: bytes, delta: int = 0) -> None:
+        """Restore a `span_state` into `seq` (emptied first) at the positions it was saved from plus `delta`. The
+        record of `seq` stays empty: a span is only appended to another sequence (`append_span`).
+
+        A nonzero `delta` is applied to the state itself (`nexus.llm.rope.shift_state`: positions moved, keys
+        re-rotated), because llama.cpp's shift (`seq_add`) makes the next decode rotate the keys of every cell of
+        the cache (314 vs 75 ms for a 26-token decode at 16,384 cells, README); a state that cannot be parsed is
+        shifted by llama.cpp instead, with the reason logged once. `shifts` counts both ways."""
         L = _lib()
+        how = None
+        if delta:
+            try:
+                data, how = shift_state(data, delta, self._rope_params()), "state"
+            except StateFormatError as exc:
+                how = "seq_add"
+                if not self._shift_warned:
+                    self._shift_warned = True
+                    log.warning("KV spans are shifted by llama.cpp (a whole-cache K-shift at the next decode): %s", exc)
         self.seq_rm(seq)
         buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         if L.llama_state_seq_set_data(self.ptr, buf, len(data), seq) == 0:
             raise ModelError(f"llama.cpp could not restore a span into sequence {seq} (state from another model or context?)")
+        if how == "seq_add":
+            self.seq_add(seq, 0, -1, delta)
+        if how:
+            self.shifts[how] += 1
         self._logits_ready = False
+
+    def _rope_params(self) -> RopeParams:
+        if self._rope is None:
+            try:
+                self._rope = self.model.rope_params()
+            except StateFormatError as exc:
+                self._rope = exc
+        if isinstance(self._rope, StateFormatError):
+            raise self._rope
+        return self._rope
 
     def append_span(self, src: int, dst: int, p0: int, p1: int, tokens: Sequence[int]) -> None:
         """Let `dst` share positions [p0, p1) of `src`, which hold `tokens`; `dst` must hold exactly p0 tokens."""
