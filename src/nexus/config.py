@@ -95,6 +95,11 @@ class KVSettings(BaseSettings):
     threshold: int = Field(0, description="drift (positions off the anchor) beyond which a block is re-prefilled")
     per_token: float = Field(0.0, description="repair depth r = max(min_tokens, ceil(per_token * drift))")
     min_tokens: int = Field(32, description="least tokens re-decoded off the anchor")
+    # Isolated tool lines (`Prompt.isolated`): every line of a shortlist then comes from its compiled block exactly
+    # (moved into place, no repair), so nexus_kv prefills what full_warm does; without blocks each line is its own batch
+    isolated_lines: bool = Field(False, description="encode a ROUTE / SHORTLIST prompt's tool lines independently of "
+                                 "each other (each behind the header alone; the request attends to all), so that each "
+                                 "comes from its compiled KV block wherever it lands (with blocks on and off alike)")
 
 
 class Settings(BaseSettings):

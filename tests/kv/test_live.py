@@ -167,7 +167,7 @@ def test_blocks_are_on_by_default_where_the_backend_can_take_them(backend, tmp_p
 
 
 @pytest.mark.parametrize("ahead", [True, False])
-def test_a_shortlist_takes_every_line_from_its_block_and_equals_the_plain_path(backend, tmp_path, ahead, monkeypatch):
+def test_a_shortlist_takes_every_line_from_its_block_and_equals_the_plain_path(backend, tmp_path, ahead):
     """Isolated tool lines (`Prompt.isolated`): a shortlist's lines after the first land off their anchor, and their
     blocks (compiled ahead, behind the header alone, while the live sequence held another prompt, as `nexus bench
     latency` does) are injected unrepaired: the logits are bit-identical to the plain path's, which computes each
@@ -178,13 +178,12 @@ def test_a_shortlist_takes_every_line_from_its_block_and_equals_the_plain_path(b
     registry.set_source("s", [*TOOLS, ROOM])
     slb = SemanticLookasideBuffer(HashEmbedder())
     slb.sync(registry)
-    monkeypatch.setattr("nexus.llm.prompts.ISOLATED_TOOL_LINES", True)  # opt-in (off by default, chosen on D3)
     turn = "Book a single room for two nights at the Grand Plaza in Boston, starting from 10th December 2022."
     keys = ["send_message", "get_time", "get_weather", ROOM.name]
     logits, computed = {}, {}
     for mode in ("off", "on"):
         router = Router(registry, slb, FixedGate(Action.SHORTLIST), backend,
-                        settings=Settings(cache_dir=tmp_path, kv=KVSettings(blocks=mode)))
+                        settings=Settings(cache_dir=tmp_path, kv=KVSettings(blocks=mode, isolated_lines=True)))
         caller = router.caller
         prompt = caller.prompts.call_prompt(turn, caller.tool_lines(keys, "signature"), blocks=True)
         assert prompt.isolated and len(prompt.blocks) == len(keys)
@@ -203,6 +202,8 @@ def test_a_shortlist_takes_every_line_from_its_block_and_equals_the_plain_path(b
             assert router.blocks.compiler.compiled == len(registry) and router.blocks.injections == len(keys)
         backend.blocks = None
     assert np.array_equal(logits["off"], logits["on"])
+    # every line was moved into place in its saved state, none by llama.cpp's shift (a K-shift of every cell)
+    assert backend.context.shifts["seq_add"] == 0 < backend.context.shifts["state"]
     lines = sum(backend.count_tokens(replace(prompt, segments=(line,))) - backend.count_tokens(replace(prompt, segments=()))
                 for line in caller.tool_lines(keys, "signature"))
     # compiled ahead, no line was prefilled with blocks on; compiled now, each line cost one prefill, as without blocks

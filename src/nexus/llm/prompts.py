@@ -109,14 +109,6 @@ EXAMPLES = (
      {"symbols": ["AAPL", "MSFT", "NVDA"]}),
 )
 
-# Isolated tool lines (`Prompt.isolated`, opt-in: `PromptBuilder(isolated_lines=True)`): a ROUTE / SHORTLIST prompt's
-# tool lines encoded independently of each other, each behind the header alone, the request attending to every line.
-# Then every line of a shortlist comes from its compiled KV block exactly (shifted into place, no repair) and nexus_kv
-# prefills what full_warm does (34 tokens p50 on dev split D3, was 136). Off by default, chosen on D3 (README, KV
-# section): llama.cpp applies a shift by rotating the keys of every cell of the context (20,480 at --n-ctx 16384), which
-# cost what the prefill saved (TTFAT p50 1,106 / 988 ms vs 1,008 / 1,005 at N=10 / 25), and without blocks each line is
-# its own batch (nexus 2x slower). A constant, not a setting: config.py has another owner for now.
-ISOLATED_TOOL_LINES = False
 
 ANSWER_SHOT = (
     "Each request below gets a short, helpful answer in one sentence.\n\n"
@@ -211,10 +203,12 @@ class PromptBuilder:
     """Builds call, repair and answer prompts; `chat_template` switches to the model's chat format."""
 
     def __init__(self, chat_template: str | None = None, bos_token: str = "", eos_token: str = "",
-                 isolated_lines: bool | None = None):
+                 isolated_lines: bool = False):
         self.chat_template = chat_template
         self._bos, self._eos = bos_token, eos_token
-        self.isolated_lines = ISOLATED_TOOL_LINES if isolated_lines is None else isolated_lines
+        # `isolated_lines` (NEXUS_KV_ISOLATED_LINES, `Prompt.isolated`): a ROUTE / SHORTLIST prompt's tool lines encoded
+        # independently of each other, each behind the header alone, the request attending to every line
+        self.isolated_lines = isolated_lines
 
     # -- few-shot completion (base models) ---------------------------------------------------------
     @staticmethod
