@@ -67,6 +67,7 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("and in Celsius?", True), ("what about Tokyo?", True), ("do the same for Berlin", True),
     ("thanks!", False), ("Thanks, that's all for today!", False), ("thanks, and in Celsius?", True),
     ("Book a flight from Paris to Rome next Monday for two adults", False),
+    ("Hello there!", False), ("good morning", False), ("hi", False),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

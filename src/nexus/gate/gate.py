@@ -42,6 +42,9 @@ _CONTINUATION = re.compile(
     r"^\s*((thanks?|thank you|ok(ay)?)\W+)?(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 _CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|perfect|bye|goodbye|got it|nice)\W*$", re.I)
+# "Hello there!", "Good morning": a greeting opens a conversation, so it never borrows the turn before it (as a
+# short turn it would: the demo's "Hello there!" took "Remember Bob's birthday…" along and went to FALLBACK)
+_GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day))\b(\W+(there|all|everyone|again))?\W*$", re.I)
 # "Thanks, that's all for today!": a sign-off, however worded, unless it goes on to ask for more
 _SIGN_OFF = re.compile(r"^\s*(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything))\b", re.I)
 _MORE = re.compile(r"\?|\b(and|now|also|but|what|how|can|could|please)\b", re.I)
@@ -53,7 +56,7 @@ _REQUEST_SPLIT = re.compile(r"(?<=[.?!;])\s+|,?\s+\b(?:and then|and also|and|the
 
 def is_follow_up(turn: str) -> bool:
     """Whether a turn needs recent context to be understood ("and in Celsius?", "what about Tokyo?")."""
-    if _CLOSERS.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
+    if _CLOSERS.match(turn) or _GREETING.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     words = turn.split()
     return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or (len(words) <= 8 and bool(_ANAPHORA.search(turn)))
