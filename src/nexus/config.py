@@ -96,8 +96,11 @@ class KVSettings(BaseSettings):
     per_token: float = Field(0.0, description="repair depth r = max(min_tokens, ceil(per_token * drift))")
     min_tokens: int = Field(32, description="least tokens re-decoded off the anchor")
     # Isolated tool lines (`Prompt.isolated`): every line of a shortlist then comes from its compiled block exactly
-    # (moved into place, no repair), so nexus_kv prefills what full_warm does; without blocks each line is its own batch
-    isolated_lines: bool = Field(False, description="encode a ROUTE / SHORTLIST prompt's tool lines independently of "
+    # (moved into place in its saved state, no repair), so nexus_kv prefills what full_warm does. On since session 8:
+    # on dev split D3 (`nexus bench latency --sizes 10,25 --limit 20`) nexus_kv TTFAT p50 286 / 302 ms vs 439 / 468
+    # sequential (full_warm 321 / 310), the same tool and argument accuracy and calls (README, KV blocks); without
+    # blocks each line is its own batch, so nexus's SHORTLIST turns cost more (1,267 vs 1,057 ms at N=10)
+    isolated_lines: bool = Field(True, description="encode a ROUTE / SHORTLIST prompt's tool lines independently of "
                                  "each other (each behind the header alone; the request attends to all), so that each "
                                  "comes from its compiled KV block wherever it lands (with blocks on and off alike)")
 
