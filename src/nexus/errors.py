@@ -25,6 +25,11 @@ class ModelError(NexusError):
     """A model (embedder, cross-encoder, LLM) is missing or unusable."""
 
 
+class GrammarError(ModelError):
+    """llama.cpp's grammar parser refused a GBNF grammar (e.g. one built from a schema whose pattern or optional
+    parameters go past what the parser takes)."""
+
+
 class RequestError(NexusError):
     """A request (an HTTP body, an MCP call) is malformed, too large or names something unknown: the client's
     fault (HTTP 4xx); nothing of it was applied."""

@@ -179,3 +179,27 @@ def test_numbers_the_request_states_constrain_required_numbers_in_the_grammar(re
     rules = dict(line.split(" ::= ", 1) for line in backend.calls[-1][2].strip().splitlines())
     assert rules["days"] == '"3" | "4"'  # integers only: 0.03 and 0.04 are not integers
     assert "integer" in rules["hour-kv"]  # optional: left free
+
+
+class RefusingBackend(ScriptedBackend):
+    """A backend whose grammar parser refuses every grammar but the any-object one (as llama.cpp refuses some
+    schemas' patterns)."""
+
+    def generate(self, prompt, *, grammar=None, max_tokens=256, stop=()):
+        from nexus.errors import GrammarError
+
+        if grammar is not None and grammar != arguments_gbnf({"type": "object"}):
+            raise GrammarError("llama.cpp rejected the grammar")
+        return super().generate(prompt, grammar=grammar, max_tokens=max_tokens, stop=stop)
+
+
+def test_a_refused_grammar_falls_back_to_any_object_and_is_still_validated(registry):
+    backend = RefusingBackend(arguments=['{"city": "Paris"}'])
+    call = ToolCaller(backend, registry).call("weather in Paris?", decision(Action.ROUTE, "get_weather"))
+    assert call.valid and call.tool == "get_weather" and call.arguments == {"city": "Paris"}
+    grammars = [g for kind, _, g in backend.calls if kind == "generate"]
+    assert grammars == [arguments_gbnf({"type": "object"})]  # only the fallback grammar reached the decoder
+    # the schema still decides: an object the tool's schema refuses is repaired, then falls back, never accepted
+    bad = RefusingBackend(arguments=['{"town": "Paris"}'], choices=["get_weather"])
+    call = ToolCaller(bad, registry).call("weather in Paris?", decision(Action.ROUTE, "get_weather"))
+    assert not call.valid and call.errors

@@ -102,3 +102,15 @@ def test_kv_sequence_copy_and_state_round_trip(backend):
     ctx.seq_rm(1)
     with pytest.raises(ModelError, match="cannot decode at position"):
         ctx.decode([1, 2], seq=0, pos=0 if held else 5)
+
+
+def test_a_grammar_llama_cpp_refuses_raises_grammar_error(backend):
+    # a regex escape (`\d`) that llama.cpp's GBNF parser does not take, as in a real catalogue tool (whois_as)
+    from nexus.errors import GrammarError
+
+    schema = {"type": "object", "properties": {"asn": {"type": "string", "pattern": "^AS\\d+$"}}, "required": ["asn"]}
+    with pytest.raises(GrammarError):
+        backend.generate(forecast_prompt("Who owns AS13335?"), grammar=arguments_gbnf(schema), max_tokens=8)
+    # the backend stays usable afterwards
+    generation = backend.generate(forecast_prompt("Forecast for Oslo, 2 days"), grammar=arguments_gbnf(SCHEMA), max_tokens=64)
+    Draft202012Validator(SCHEMA).validate(json.loads(generation.text))

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 from jsonschema import validators
 
-from nexus.errors import ConfigError
+from nexus.errors import ConfigError, GrammarError
 from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
@@ -38,6 +38,7 @@ from nexus.registry import Registry
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS = 64
+ANY_OBJECT = {"type": "object"}  # the grammar of last resort: any JSON object (validation still checks the schema)
 SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 
 
@@ -168,8 +169,7 @@ class ToolCaller:
         if schema_prompt and view != "schema":
             call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history, blocks=blocks)
         prompt = self.prompts.arguments_prompt(call, key)
-        generation = self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn)),
-                                           max_tokens=self.max_arg_tokens)
+        generation = self._generate_arguments(prompt, key, turn)
         arguments, error = self.validate(key, generation.text, generation.finished, turn)
         return _Attempt(key, generation, arguments, error, chosen + generation.prefilled_tokens)
 
@@ -209,10 +209,20 @@ class ToolCaller:
         message, decoded again under the grammar. Returns (arguments, error or None, generation)."""
         tool = self.registry.get(first.key)
         repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error or "", history)
-        generation = self.backend.generate(repair, grammar=arguments_gbnf(tool.input_schema, self._grounding(turn)),
-                                           max_tokens=self.max_arg_tokens)
+        generation = self._generate_arguments(repair, first.key, turn)
         arguments, error = self.validate(first.key, generation.text, generation.finished, turn)
         return arguments, error, generation
+
+    def _generate_arguments(self, prompt: Prompt, key: str, turn: str) -> Generation:
+        """The arguments of `key` decoded under its schema's grammar; a grammar llama.cpp refuses (one tool's
+        pattern or optional parameters past its parser's limits) falls back to any JSON object, with the reason
+        logged: the call is still validated against the tool's full schema, so one odd schema never ends the turn."""
+        try:
+            return self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn)),
+                                         max_tokens=self.max_arg_tokens)
+        except GrammarError as exc:
+            log.warning("tool %s: its arguments grammar was refused (%s); decoding any JSON object instead", key, exc)
+            return self.backend.generate(prompt, grammar=arguments_gbnf(ANY_OBJECT), max_tokens=self.max_arg_tokens)
 
     def _fallback(self, turn: str, decision: Decision, history: Sequence[Exchange],
                   fallback_order: Callable[[], Sequence[str]] | None, attempts: int, errors: tuple[str, ...]) -> ToolCall:

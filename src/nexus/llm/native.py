@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from nexus.errors import ModelError
+from nexus.errors import GrammarError, ModelError
 from nexus.llm.base import unit_bounds
 from nexus.llm.rope import ROPE_TYPES, RopeParams, StateFormatError, shift_state
 
@@ -443,7 +443,7 @@ class GrammarConstraint:
         self.model = model
         self.ptr = L.llama_sampler_init_grammar(model.vocab, gbnf.encode("utf-8"), root.encode("utf-8"))
         if not self.ptr:
-            raise ModelError("llama.cpp rejected the grammar (see the GBNF parse error above)")
+            raise GrammarError("llama.cpp rejected the grammar (see the GBNF parse error above)")
         self._arrays: dict[int, tuple[ctypes.Array, object]] = {}
 
     def _array(self, n: int):
