@@ -133,9 +133,8 @@ class Router:
                  settings: Settings | None = None):
         self.registry, self.slb, self.gate, self.backend, self.k = registry, slb, gate, backend, k
         settings = settings or Settings()
-        prompts = prompts or PromptBuilder(chat_template=getattr(backend, "chat_template", None),
-                                           isolated_lines=settings.kv.isolated_lines)
-        self.caller = ToolCaller(backend, registry, prompts, max_arg_tokens, shortlist_view=settings.shortlist_view)
+        self.caller = ToolCaller(backend, registry, prompts, max_arg_tokens, shortlist_view=settings.shortlist_view,
+                                 isolated_lines=settings.kv.isolated_lines)
         self._full_tokens: tuple[str, int] | None = None
         # compiled schema KV blocks for ROUTE / SHORTLIST prompts wherever the backend can take them (NEXUS_KV_BLOCKS)
         self.blocks = attach_blocks(backend, settings) if settings.kv.blocks == "on" else detach_blocks(backend)

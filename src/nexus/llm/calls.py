@@ -88,7 +88,7 @@ class ToolCaller:
 
     def __init__(self, backend: LLMBackend, registry: Registry, prompts: PromptBuilder | None = None,
                  max_arg_tokens: int = 256, fuse_prior: bool = True, normalise: bool = True,
-                 shortlist_view: str = "one-prompt"):
+                 shortlist_view: str = "one-prompt", isolated_lines: bool = False):
         if shortlist_view not in SHORTLIST_VIEWS:
             raise ConfigError(f"unknown shortlist view {shortlist_view!r}; choose one of {', '.join(SHORTLIST_VIEWS)}")
         self.shortlist_view = shortlist_view
@@ -96,8 +96,9 @@ class ToolCaller:
         self.normalise = normalise
         self.fuse_prior = fuse_prior
         self.registry = registry
-        chat = getattr(backend, "chat_template", None)
-        self.prompts = prompts or PromptBuilder(chat_template=chat)
+        # `isolated_lines` shapes the default prompts only (NEXUS_KV_ISOLATED_LINES); given `prompts` keep their own
+        self.prompts = prompts or PromptBuilder(chat_template=getattr(backend, "chat_template", None),
+                                                isolated_lines=isolated_lines)
         self.max_arg_tokens = max_arg_tokens
         self._validators: dict[str, Any] = {}
 
