@@ -98,3 +98,35 @@ def test_load_gate_without_a_trained_model_says_so(parts, tmp_path, caplog):
     registry, slb = parts
     gate = load_gate(slb, registry, tmp_path / "missing")
     assert isinstance(gate, ScoreGate) and "no trained gate" in caplog.text
+
+
+class PrescoringGate(ScriptedGate):
+    """A ScriptedGate that can score ahead (as `BoundaryGate.prescore`) and records on which thread it did."""
+
+    def __init__(self, action: Action):
+        super().__init__(action)
+        self.prescored: list[tuple[str, tuple[str, ...], str]] = []
+        self.given: list[object] = []
+
+    def prescore(self, text: str, keys: Sequence[str], threads: int = 1):
+        import threading
+
+        self.prescored.append((text, tuple(keys), threading.current_thread().name))
+        return ("scores of", text)
+
+    def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None, prescored=None) -> Decision:
+        self.given.append(prescored)
+        return super().decide(turn, history, hits)
+
+
+def test_a_registry_within_k_is_scored_by_the_gate_on_a_second_thread_while_the_turn_is_embedded(parts):
+    registry, slb = parts
+    gate = PrescoringGate(Action.SHORTLIST)
+    Router(registry, slb, gate, ScriptedBackend(), k=3).decide("what is the current time in Tokyo")
+    (text, keys, thread), = gate.prescored
+    assert text == "what is the current time in Tokyo" and set(keys) == set(registry.keys())
+    assert thread.startswith("nexus-gate") and gate.given == [("scores of", text)]
+    # more tools than the gate reads: the SLB must choose the candidates first, so nothing is scored ahead
+    gate = PrescoringGate(Action.SHORTLIST)
+    Router(registry, slb, gate, ScriptedBackend(), k=2).decide("what is the current time in Tokyo")
+    assert gate.prescored == [] and gate.given == [None]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Sequence
@@ -136,6 +137,7 @@ class Router:
         self.caller = ToolCaller(backend, registry, prompts, max_arg_tokens, shortlist_view=settings.shortlist_view,
                                  isolated_lines=settings.kv.isolated_lines)
         self._full_tokens: tuple[str, int] | None = None
+        self._worker: ThreadPoolExecutor | None = None   # the gate's second thread (`_prescore`), made on first use
         # compiled schema KV blocks for ROUTE / SHORTLIST prompts wherever the backend can take them (NEXUS_KV_BLOCKS)
         self.blocks = attach_blocks(backend, settings) if settings.kv.blocks == "on" else detach_blocks(backend)
 
@@ -158,18 +160,36 @@ class Router:
     def decide(self, turn: str, history: Sequence[str] = ()) -> tuple[Decision, float, float]:
         """The gate's decision for a turn, with (SLB ms, gate ms). The turn is embedded once, in one batch with
         the follow-up context the gate reads and each request of a several-request turn; every later stage
-        (the gate, its per-request tools, the fallback order) reuses those vectors (`slb.embed_queries`)."""
+        (the gate, its per-request tools, the fallback order) reuses those vectors (`slb.embed_queries`).
+
+        When every tool of the registry is a candidate anyway (no more tools than the gate's k), the gate's
+        cross-encoder reads them on a second thread while the turn is embedded (`Prescored`): the same pairs in
+        one batch, so the same decision, with the two models on the two cores instead of one after the other.
+        The gate ms then count only what was left after the lookup."""
         start = time.perf_counter()
         texts = [turn, contextual_turn(turn, history, getattr(self.gate, "context_turns", 2))]
         if getattr(self.gate, "per_request", 0) > 0:
             texts += split_requests(turn)
+        ahead = self._prescore(texts[1])
         self.slb.embed_queries(list(dict.fromkeys(texts)))
         # A follow-up is looked up with its context ("and London?" after "time in Tokyo?"): every gate gets hits for
         # what the turn means (the trained gate reads the same context text itself).
         hits = self.slb.search(texts[1], k=self.k)
         looked_up = time.perf_counter()
-        decision = self.gate.decide(turn, history=list(history), hits=hits)
+        if ahead is None:
+            decision = self.gate.decide(turn, history=list(history), hits=hits)
+        else:
+            decision = self.gate.decide(turn, history=list(history), hits=hits, prescored=ahead.result())
         return decision, (looked_up - start) * 1000, (time.perf_counter() - looked_up) * 1000
+
+    def _prescore(self, text: str) -> "Future[Any] | None":
+        """The gate's scores of `text` against every tool, started on the router's worker thread, where the
+        registry is within k and the gate can score ahead (`BoundaryGate.prescore`); else None."""
+        if not hasattr(self.gate, "prescore") or not 0 < len(self.slb) <= self.k:
+            return None
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-gate")
+        return self._worker.submit(self.gate.prescore, text, list(self.slb.keys))
 
     def route(self, turn: str, history: Sequence[Exchange] = (), decision: Decision | None = None) -> RoutedTurn:
         """One turn end to end; `decision` (e.g. a client's override) skips the SLB and the gate."""

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from nexus.gate import Action, BoundaryGate, GateModel, GateModelError, contextual_turn, is_follow_up
+from nexus.gate.gate import Prescored
 from nexus.gate.cross_encoder import FakePairScorer
 from nexus.gate.probabilities import GateCalibration, Thresholds
 from nexus.registry import Registry, Tool
@@ -198,3 +199,23 @@ def test_each_request_of_a_several_request_turn_keeps_its_best_tool_in_the_short
     # a one-request turn is untouched
     single = _gate(reg, slb, thresholds, k=2, shortlist_k=1, shortlist_mass=0.0, per_request=1).decide("send an email to my boss")
     assert [h.key for h in single.candidates] == ["send_email"]
+
+
+def test_prescored_logits_stand_in_for_the_cross_encoder_only_for_their_own_text(setup):
+    reg, slb = setup
+    gate = _gate(reg, slb)
+    turn = "send an email to my boss"
+    hits = slb.search(turn, k=gate.k)
+    plain = gate.decide(turn, hits=hits)
+    ahead = gate.prescore(turn, list(slb.keys))
+    assert set(ahead.logits) == set(slb.keys)
+    same = gate.decide(turn, hits=hits, prescored=ahead)
+    assert (same.action, [h.key for h in same.candidates], same.p_top1) == \
+        (plain.action, [h.key for h in plain.candidates], plain.p_top1)
+    # logits that favour another tool are used when they are this turn's ...
+    rigged = Prescored(turn, {k: (5.0 if k == "book_flight" else 0.0) for k in slb.keys})
+    assert gate.decide(turn, hits=hits, prescored=rigged).candidates[0].key == "book_flight"
+    # ... and ignored when they were scored for another text, or miss a candidate
+    assert gate.decide(turn, hits=hits, prescored=replace(rigged, text="book a flight")).candidates[0].key == "send_email"
+    partial = Prescored(turn, {"book_flight": 5.0})
+    assert gate.decide(turn, hits=hits, prescored=partial).candidates[0].key == "send_email"

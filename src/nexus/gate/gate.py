@@ -22,8 +22,9 @@ import logging
 import math
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -83,6 +84,14 @@ def split_requests(turn: str, min_words: int = 3) -> list[str]:
     return parts if len(parts) > 1 else [turn]
 
 
+@dataclass(frozen=True)
+class Prescored:
+    """Cross-encoder logits of one turn's text against tools, by registry key (`BoundaryGate.prescore`)."""
+
+    text: str
+    logits: Mapping[str, float]
+
+
 def shortlist_size(out: TurnProbabilities, minimum: int, multi: float, mass: float) -> int:
     """How many reranked candidates a SHORTLIST keeps: at least `minimum`, every candidate that looks needed
     on its own (relevance >= `multi`: the tools of a multi-call turn), and as many as it takes to hold `mass`
@@ -124,23 +133,45 @@ class BoundaryGate:
             text = self._texts[key] = tool_text(key, self.registry.get(key))
         return text
 
-    def score(self, text: str, hits: Sequence[Hit]) -> tuple[np.ndarray, TurnProbabilities]:
-        """Cross-encoder logits of `hits` for `text` and the calibrated probabilities."""
-        ce = self.model.scorer.score([text] * len(hits), [self._tool_text(h.key) for h in hits])
+    def prescore(self, text: str, keys: Sequence[str], threads: int = 1) -> Prescored:
+        """Cross-encoder logits of `text` against `keys`, before the SLB has ranked them: when the registry holds
+        no more tools than the gate reads (k), every tool is a candidate whatever the ranking, so the router runs
+        this on one core while the turn is embedded on the other, and hands the result to `decide(prescored=)`.
+        Runs on the calling thread with `threads` torch threads (its own OpenMP pool; restored afterwards)."""
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            logits = self.model.scorer.score([text] * len(keys), [self._tool_text(k) for k in keys])
+        finally:
+            torch.set_num_threads(before)
+        return Prescored(text, {key: float(x) for key, x in zip(keys, logits)})
+
+    def score(self, text: str, hits: Sequence[Hit],
+              prescored: Prescored | None = None) -> tuple[np.ndarray, TurnProbabilities]:
+        """Cross-encoder logits of `hits` for `text` (taken from `prescored` when it is this text's and holds every
+        hit: the same batch of pairs, scored earlier) and the calibrated probabilities."""
+        if prescored is not None and prescored.text == text and all(h.key in prescored.logits for h in hits):
+            ce = np.array([prescored.logits[h.key] for h in hits], dtype=np.float32)
+        else:
+            ce = self.model.scorer.score([text] * len(hits), [self._tool_text(h.key) for h in hits])
         dense = np.array([h.dense for h in hits])
         lexical = np.array([h.lexical for h in hits])
         return ce, self.model.calibration.apply(ce, dense, lexical, len(self.slb))
 
-    def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision:
+    def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None,
+               prescored: Prescored | None = None) -> Decision:
         """One turn -> one Decision (candidates reranked best first; the SHORTLIST of a turn of several requests
-        ends with each request's own top tools). `hits` skips the SLB search."""
+        ends with each request's own top tools). `hits` skips the SLB search; `prescored` (`prescore` of this
+        turn's context text) the cross-encoder."""
         text = contextual_turn(turn, history, self.context_turns)
         if hits is None or text != turn:
             hits = self.slb.search(text, k=self.k)
         start = time.perf_counter()
         if not hits:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
-        ce, out = self.score(text, hits)
+        ce, out = self.score(text, hits, prescored)
         thresholds = self.model.calibration.thresholds
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
         action = choose_action(out.p_top1, out.p_no_tool, second, thresholds, out.p_shortlist)
