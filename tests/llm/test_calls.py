@@ -203,3 +203,14 @@ def test_a_refused_grammar_falls_back_to_any_object_and_is_still_validated(regis
     bad = RefusingBackend(arguments=['{"town": "Paris"}'], choices=["get_weather"])
     call = ToolCaller(bad, registry).call("weather in Paris?", decision(Action.ROUTE, "get_weather"))
     assert not call.valid and call.errors
+
+
+def test_a_looping_generation_is_rejected_as_a_loop_not_as_the_token_cap():
+    from nexus.llm.calls import ToolCaller
+    from nexus.registry import Registry, Tool
+
+    reg = Registry()
+    reg.set_source("s", [Tool("ping", "Ping a host", {"type": "object", "properties": {"host": {"type": "string"}}}, "s")])
+    caller = ToolCaller(None, reg, max_arg_tokens=64)
+    assert "loop" in caller.validate("ping", '{"host": "lalala', finished=False, looped=True)[1]
+    assert caller.validate("ping", '{"host": "lalala', finished=False)[1] == "the arguments were cut off after 64 tokens"

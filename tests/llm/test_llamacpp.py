@@ -114,3 +114,15 @@ def test_a_grammar_llama_cpp_refuses_raises_grammar_error(backend):
     # the backend stays usable afterwards
     generation = backend.generate(forecast_prompt("Forecast for Oslo, 2 days"), grammar=arguments_gbnf(SCHEMA), max_tokens=64)
     Draft202012Validator(SCHEMA).validate(json.loads(generation.text))
+
+
+def test_greedy_decoding_stuck_in_a_loop_stops_early_as_unfinished(backend):
+    # a grammar that only lets the model repeat itself: it used to run to the token cap (seconds of decoding per
+    # rejected call); now it stops once the last LOOP_SPAN tokens repeat one short cycle, and says so
+    from nexus.llm.base import LOOP_SPAN
+
+    out = backend.generate(Prompt(("Say it again and again: ",)), grammar='root ::= "la"+', max_tokens=200)
+    assert out.looped and not out.finished
+    assert LOOP_SPAN <= out.completion_tokens < 200 and set(out.text) == {"l", "a"}
+    normal = backend.generate(forecast_prompt("Forecast for Oslo for 3 days"), grammar=arguments_gbnf(SCHEMA))
+    assert normal.finished and not normal.looped

@@ -85,6 +85,26 @@ class Prompt:
         return Prompt(self.segments + tuple(s for s in segments if s), self.special, self.blocks, self.cuts, self.isolated)
 
 
+LOOP_SPAN = 48        # tokens a cycle must fill before decoding is stopped as looping
+LOOP_MAX_PERIOD = 12  # longest cycle looked for
+
+
+def in_a_loop(tokens: Sequence[int], span: int = LOOP_SPAN, max_period: int = LOOP_MAX_PERIOD) -> bool:
+    """Whether the last `span` tokens are one cycle of at most `max_period` tokens, repeated: greedy decoding that
+    got there never leaves (the model re-reads its own loop), so a constrained value would only run on to the token
+    cap, be rejected as cut off, and cost a second of decoding per ~16 tokens on the bundled model.
+
+    >>> in_a_loop([7] + [1, 2, 3] * 16), in_a_loop([1, 2, 3] * 15 + [1, 2])
+    (True, False)
+    >>> in_a_loop(list(range(60)))
+    False
+    """
+    if len(tokens) < span:
+        return False
+    tail = tokens[-span:]
+    return any(all(tail[i] == tail[i - period] for i in range(period, span)) for period in range(1, max_period + 1))
+
+
 @dataclass(frozen=True)
 class Generation:
     """One completion. Times are `time.perf_counter()` stamps so callers can measure from any start."""
@@ -95,7 +115,8 @@ class Generation:
     completion_tokens: int
     t_first_token: float               # when the first output token was chosen
     t_end: float
-    finished: bool = True              # False when max_tokens cut the output short
+    finished: bool = True              # False when max_tokens (or a loop, `looped`) cut the output short
+    looped: bool = False               # stopped early: greedy decoding had fallen into a loop (`in_a_loop`)
 
 
 @dataclass(frozen=True)

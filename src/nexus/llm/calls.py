@@ -112,9 +112,13 @@ class ToolCaller:
             cached = self._validators[key] = (tool.content_hash, cls(schema))
         return cached[1]
 
-    def validate(self, key: str, text: str, finished: bool, request: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    def validate(self, key: str, text: str, finished: bool, request: str | None = None,
+                 looped: bool = False) -> tuple[dict[str, Any] | None, str | None]:
         """(arguments, None) when `text` is a JSON object valid for the tool, else (parsed or None, message).
-        With the `request`, values are first normalised and unstated optional ones dropped (`nexus.llm.values`)."""
+        With the `request`, values are first normalised and unstated optional ones dropped (`nexus.llm.values`).
+        `finished` False: the decoding was cut short, at the token cap or (`looped`) in a loop."""
+        if looped:
+            return None, "the arguments ran into a loop (one short cycle of tokens repeated) and were stopped"
         if not finished:
             return None, f"the arguments were cut off after {self.max_arg_tokens} tokens"
         try:
@@ -171,7 +175,7 @@ class ToolCaller:
             call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history, blocks=blocks)
         prompt = self.prompts.arguments_prompt(call, key)
         generation = self._generate_arguments(prompt, key, turn)
-        arguments, error = self.validate(key, generation.text, generation.finished, turn)
+        arguments, error = self.validate(key, generation.text, generation.finished, turn, generation.looped)
         return _Attempt(key, generation, arguments, error, chosen + generation.prefilled_tokens)
 
     def call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
@@ -211,7 +215,7 @@ class ToolCaller:
         tool = self.registry.get(first.key)
         repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error or "", history)
         generation = self._generate_arguments(repair, first.key, turn)
-        arguments, error = self.validate(first.key, generation.text, generation.finished, turn)
+        arguments, error = self.validate(first.key, generation.text, generation.finished, turn, generation.looped)
         return arguments, error, generation
 
     def _generate_arguments(self, prompt: Prompt, key: str, turn: str) -> Generation:

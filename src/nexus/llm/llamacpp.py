@@ -28,7 +28,8 @@ from typing import Sequence
 import numpy as np
 
 from nexus.errors import ModelError
-from nexus.llm.base import BlockFiller, ContextOverflow, Generation, Prompt, Selection, reusable_prefix
+from nexus.llm.base import (LOOP_SPAN, BlockFiller, ContextOverflow, Generation, Prompt, Selection, in_a_loop,
+                             reusable_prefix)
 from nexus.llm.native import GGUFModel, GrammarConstraint, KVContext
 
 log = logging.getLogger(__name__)
@@ -362,7 +363,7 @@ class LlamaCppBackend:
         prefilled = self._sync(tokens, prompt)
         out = bytearray()
         t_first: float | None = None
-        finished, produced, text = False, 0, ""
+        finished, looped, produced, text, chosen = False, False, 0, "", []
         while produced < max_tokens:
             logits = self.context.logits()
             token = constraint.best(logits) if constraint else int(np.argmax(logits))
@@ -372,6 +373,7 @@ class LlamaCppBackend:
             if t_first is None:
                 t_first = time.perf_counter()
             produced += 1
+            chosen.append(token)
             piece = self.model.piece(token)
             out += piece
             text = out.decode("utf-8", errors="ignore")
@@ -385,12 +387,16 @@ class LlamaCppBackend:
                 text = text[: text.index(hit)]
                 finished = True
                 break
+            if in_a_loop(chosen):
+                looped = True
+                log.info("decoding stopped after %d tokens: the last %d repeat one short cycle", produced, LOOP_SPAN)
+                break
             held = self.context.tokens(self.seq)
             if len(held) + 1 > self.n_ctx:
                 break
             self.context.decode([token], self.seq, len(held))
         now = time.perf_counter()
-        return Generation(text, len(tokens), prefilled, produced, t_first or now, now, finished)
+        return Generation(text, len(tokens), prefilled, produced, t_first or now, now, finished, looped)
 
     # -- lifetime ----------------------------------------------------------------------------------
     def close(self) -> None:
