@@ -101,3 +101,24 @@ def test_overflow_and_unreachable_server(backend):
     dead = OpenAIHttpBackend(f"http://127.0.0.1:{free_port()}/v1", n_ctx=2048, timeout=2)
     with pytest.raises(LLMError, match="cannot reach the LLM server"):
         dead.generate(Prompt(("hi",)), max_tokens=1)
+
+
+
+def test_a_stream_stuck_in_a_loop_is_closed_early_as_unfinished(monkeypatch):
+    # a server that would stream one short cycle until the token cap: the backend stops reading once the last
+    # LOOP_SPAN pieces repeat it, as the in-process backend does, and the call is rejected as a loop
+    from nexus.llm.base import LOOP_SPAN
+
+    backend = OpenAIHttpBackend("http://127.0.0.1:9/v1", model="m", n_ctx=2048)
+    read = []
+
+    def stream(body):
+        for i in range(200):
+            read.append(i)
+            yield {"choices": [{"text": ("la", "la", "!")[i % 3], "finish_reason": "length" if i == 199 else None}]}
+
+    monkeypatch.setattr(backend, "_stream", stream)
+    monkeypatch.setattr(backend, "_fit", lambda prompt, reserve: 5)
+    out = backend.generate(Prompt(("Say it again: ",)), grammar='root ::= ("la" | "!")+', max_tokens=200)
+    assert out.looped and not out.finished and out.completion_tokens == LOOP_SPAN == len(read)
+    assert out.text == "lala!" * (LOOP_SPAN // 3)

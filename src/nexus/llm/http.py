@@ -20,7 +20,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Iterator, Sequence
 
-from nexus.llm.base import ContextOverflow, Generation, LLMError, Prompt, Selection
+from nexus.llm.base import ContextOverflow, Generation, LLMError, Prompt, Selection, in_a_loop
 from nexus.llm.grammars import choice_gbnf
 
 TIMEOUT_S = 120.0
@@ -149,7 +149,7 @@ class OpenAIHttpBackend:
         stops = tuple(stop) or (("\n",) if grammar else ())  # grammar-shaped JSON is one line
         parts: list[str] = []
         t_first: float | None = None
-        finish, produced = None, 0
+        finish, produced, looped = None, 0, False
         for chunk in self._stream(self._completion_body(prompt, max_tokens, grammar, stops)):
             choice = (chunk.get("choices") or [{}])[0]
             text = choice.get("text") or ""
@@ -158,9 +158,13 @@ class OpenAIHttpBackend:
                     t_first = time.perf_counter()
                 parts.append(text)
                 produced += 1
+                if in_a_loop(parts):  # each streamed piece is a token: the same rule as the in-process backend
+                    looped = True
+                    break
             finish = choice.get("finish_reason") or finish
         now = time.perf_counter()
-        return Generation("".join(parts), n, n, produced, t_first or now, now, finished=finish != "length")
+        return Generation("".join(parts), n, n, produced, t_first or now, now,
+                          finished=finish != "length" and not looped, looped=looped)
 
     def reset(self) -> None:
         """Nothing to do: the server's cache is not ours to empty."""
