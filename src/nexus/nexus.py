@@ -106,6 +106,7 @@ class _View:
         self.owner, self.registry, self.slb = owner, registry, slb
         self.registry_hash = registry.content_hash()
         self.flagged: dict[str, list[Any]] = {}   # request lists: tool name -> high-severity scan findings
+        self.skipped: list[str] = []              # request lists: tools that failed their checks, with why
         self._router: Router | None = None
 
     @property
@@ -244,12 +245,15 @@ class Nexus:
             if cached is not None:
                 self._views.move_to_end(digest)
                 return cached
-            from nexus.registry.files import tools_from_data
+            from nexus.registry.files import read_tools
 
-            try:
-                parsed = tools_from_data(list(tools), "request", "tools")
+            try:  # a tool that fails its checks is left out (and reported), not the request
+                loaded = read_tools(list(tools), "request", "tools")
             except ToolLoadError as exc:
                 raise RequestError(str(exc)) from None
+            parsed = loaded.tools
+            for problem in loaded.skipped:
+                log.warning("request tool left out: %s", problem)
             from nexus.registry.scan import poisoned
 
             flagged = {t.name: found for t in parsed if (found := poisoned(t))}
@@ -259,7 +263,7 @@ class Nexus:
             registry.set_source("request", parsed)
             seed = next(reversed(self._views.values())).slb if self._views else None
             view = self._build(registry, seed)
-            view.flagged = flagged
+            view.flagged, view.skipped = flagged, loaded.skipped
             self._views[digest] = view
             while len(self._views) > VIEWS:
                 self._views.popitem(last=False)

@@ -165,11 +165,19 @@ def test_pagination_is_followed(fake: dict) -> None:
     assert [t.name for t in status.tools] == [f"tool_{i}" for i in range(6)]
 
 
-def test_one_bad_tool_keeps_the_whole_server_out(fake: dict) -> None:
-    fake["env"] = {"FAKE_BAD": "1"}
-    status = load({"mcpServers": {"bad": fake}})["bad"]
-    assert status.tools == () and isinstance(status.error, ServerError)
-    assert "'bad'" in str(status.error) and "tool_1" in str(status.error) and "not valid JSON Schema" in str(status.error)
+def test_one_bad_tool_is_left_out_and_the_server_keeps_the_rest(fake: dict, caplog) -> None:
+    fake["env"] = {"FAKE_BAD": "1", "FAKE_PAGES": "2"}
+    spec = parse_servers_config({"mcpServers": {"bad": fake}}, "t")
+
+    async def run() -> tuple[list[str], tuple[str, ...]]:
+        async with McpHub(spec) as hub:
+            return [t.name for t in hub.statuses["bad"].tools], hub.skipped["bad"]
+
+    names, skipped = asyncio.run(run())
+    assert names == ["tool_0", "tool_2", "tool_3"]
+    (reason,) = skipped
+    assert reason.startswith("tools/list[1] (tool 'tool_1')") and "not valid JSON Schema" in reason
+    assert any("MCP server 'bad': tool left out" in r.getMessage() and "tool_1" in r.getMessage() for r in caplog.records)
 
 
 def test_env_is_merged_over_the_default_environment_and_calls_work(fake: dict) -> None:

@@ -102,6 +102,19 @@ def test_poisoned_request_tools_are_flagged_and_never_forwarded(filter_proxy):
     assert "add" not in raw.parse().model_extra["offered"] and len(raw.parse().model_extra["offered"]) == len(TOOLS)
 
 
+def test_a_malformed_request_tool_is_left_out_and_reported_not_the_request(filter_proxy):
+    client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused")
+    broken = {"type": "function", "function": {"name": "broken", "description": "x",
+                                               "parameters": {"type": "object", "properties": {"a": {"type": "strin"}}}}}
+    raw = client.chat.completions.with_raw_response.create(model="m", messages=TURN, tools=[broken] + TOOLS,
+                                                           extra_body={"nexus": {"disable": True}})
+    (why,) = json.loads(raw.headers["x-nexus-skipped"])
+    assert why.startswith("tools[0] (tool 'broken')") and "not valid JSON Schema" in why
+    assert raw.parse().model_extra["offered"] == [t["function"]["name"] for t in TOOLS]  # the rest routed and forwarded
+    assert "x-nexus-skipped" not in client.chat.completions.with_raw_response.create(
+        model="m", messages=TURN, tools=TOOLS).headers
+
+
 def test_odd_tool_names_travel_as_aliases_and_come_back_as_themselves(filter_proxy):
     client = openai.OpenAI(base_url=f"{filter_proxy}/v1", api_key="unused")
     odd = [fn("git log/show", "Show the commit log of a git repository"), fn("météo", "Weather forecast for a city")]

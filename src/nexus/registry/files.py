@@ -1,11 +1,16 @@
 """Tool files: MCP tools/list, OpenAI `tools`, BFCL function docs, MCP server catalogues.
 
-The shape is detected from the content; a file loads completely or not at all.
+The shape is detected from the content. One bad tool never sinks the rest: a tool that fails its checks (no name, a
+schema that is not JSON Schema, a description over the limit, a name already taken in its source) is left out with a
+warning that says where and why, and every other tool loads. A file that is not JSON, not a known shape, or holds no
+usable tool at all is refused whole, with the reasons.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -14,7 +19,9 @@ from nexus.registry.bfcl_types import to_json_schema
 from nexus.registry.registry import Registry
 from nexus.registry.tool import Tool, check_tool
 
+log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 64 * 1024 * 1024
+SHOWN_PROBLEMS = 3   # reasons quoted in the error of a file none of whose tools could be used
 
 
 def read_json(path: Path) -> Any:
@@ -46,21 +53,21 @@ def detect_format(data: Any) -> str:
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         return "mcp"
     items = data if isinstance(data, list) else [data]
-    first = items[0] if items else {}
-    if not isinstance(first, dict):
-        return "unknown"
-    if first.get("type") == "function" and isinstance(first.get("function"), dict):
-        return "openai"
-    if "inputSchema" in first or "input_schema" in first:
-        return "mcp"
-    if "parameters" in first and "name" in first:
-        return "bfcl"
-    if "function" in first and "question" in first:
-        return "bfcl-questions"
-    if isinstance(first.get("tools"), dict):
-        return "catalogue"
     if not items:
         return "mcp"
+    for item in items:  # the first item that shows a shape names it: a malformed first tool does not hide the rest
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "function" and isinstance(item.get("function"), dict):
+            return "openai"
+        if "inputSchema" in item or "input_schema" in item:
+            return "mcp"
+        if "parameters" in item and "name" in item:
+            return "bfcl"
+        if "function" in item and "question" in item:
+            return "bfcl-questions"
+        if isinstance(item.get("tools"), dict):
+            return "catalogue"
     return "unknown"
 
 
@@ -91,36 +98,72 @@ def _raw_tools(data: Any, fmt: str) -> Iterable[tuple[str | None, Any]]:
     elif fmt == "bfcl-questions":
         seen: set[str] = set()
         for record in data:
-            for fn in record.get("function", []):
-                if isinstance(fn, dict) and fn.get("name") not in seen:
-                    seen.add(fn.get("name"))
+            for fn in (record.get("function", []) if isinstance(record, dict) else [record]):
+                if not isinstance(fn, dict) or fn.get("name") not in seen:
+                    seen.add(fn.get("name") if isinstance(fn, dict) else None)
                     yield None, _from_function(fn)
     elif fmt == "catalogue":
         for server in data:
-            for server_name, block in (server.get("tools") or {}).items():
-                for item in (block or {}).get("tools", []):
+            blocks = server.get("tools") if isinstance(server, dict) else None
+            if not isinstance(blocks, dict):
+                yield None, server  # refused by check_tool as what it is, with its position
+                continue
+            for server_name, block in blocks.items():
+                items = block.get("tools", []) if isinstance(block, dict) else [block]
+                for item in items if isinstance(items, list) else [items]:
                     yield str(server_name), item
 
 
-def tools_from_data(data: Any, origin: str, where: str) -> list[Tool]:
-    """Validate every tool of one parsed source; raise on the first problem, return nothing half-way."""
+@dataclass(frozen=True)
+class LoadedTools:
+    """The tools of one source that passed their checks, and one message per tool left out (where and why)."""
+
+    tools: list[Tool]
+    skipped: list[str] = field(default_factory=list)
+
+
+def read_tools(data: Any, origin: str, where: str) -> LoadedTools:
+    """Check every tool of one parsed source: the good ones are kept, each bad one is left out with its reason; a
+    source with items but no usable tool, or of an unknown shape, raises `ToolLoadError`.
+
+    >>> loaded = read_tools([{"name": "ok", "inputSchema": {"type": "object"}}, {"description": "no name"}, {"name": "ok"}],
+    ...                     "s", "t.json")
+    >>> [t.name for t in loaded.tools], loaded.skipped
+    (['ok'], ["t.json[1]: tool has no name (every tool needs a non-empty 'name')", "t.json[2] (tool 'ok'): the name is taken by position 0 (names must be unique per source)"])
+    """
     fmt = detect_format(data)
     if fmt == "unknown":
         raise ToolLoadError(
             f"{where}: unrecognised tools file; expected an MCP tools/list, OpenAI tools or BFCL function list"
         )
     tools: list[Tool] = []
+    skipped: list[str] = []
     seen: dict[tuple[str, str], int] = {}
     for position, (sub_origin, raw) in enumerate(_raw_tools(data, fmt)):
-        tool = check_tool(raw, sub_origin or origin, f"{where}[{position}]")
+        try:
+            tool = check_tool(raw, sub_origin or origin, f"{where}[{position}]")
+        except ToolLoadError as exc:
+            skipped.append(str(exc))
+            continue
         key = (tool.origin, tool.name)
         if key in seen:
-            raise ToolLoadError(
-                f"{where}: duplicate tool name {tool.name!r} at positions {seen[key]} and {position}; names must be unique per source"
-            )
+            skipped.append(f"{where}[{position}] (tool {tool.name!r}): the name is taken by position {seen[key]} "
+                           "(names must be unique per source)")
+            continue
         seen[key] = position
         tools.append(tool)
-    return tools
+    if skipped and not tools:
+        more = f"; and {len(skipped) - SHOWN_PROBLEMS} more" if len(skipped) > SHOWN_PROBLEMS else ""
+        raise ToolLoadError(f"{where}: no usable tool: {'; '.join(skipped[:SHOWN_PROBLEMS])}{more}")
+    return LoadedTools(tools, skipped)
+
+
+def tools_from_data(data: Any, origin: str, where: str) -> list[Tool]:
+    """The usable tools of one parsed source; each one left out is logged as a warning (`read_tools`)."""
+    loaded = read_tools(data, origin, where)
+    for problem in loaded.skipped:
+        log.warning("tool left out: %s", problem)
+    return loaded.tools
 
 
 def load_tools_file(path: str | Path, origin: str | None = None) -> list[Tool]:
@@ -137,11 +180,14 @@ def load_tools_file(path: str | Path, origin: str | None = None) -> list[Tool]:
         tools: list[Tool] = []
         for child in sorted(path.glob("*.json")):
             tools.extend(tools_from_data(read_json(child), origin, str(child)))
-        names = [t.name for t in tools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ToolLoadError(f"{path}: duplicate tool names across files: {', '.join(dupes[:5])}")
-        return tools
+        kept: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in kept:
+                log.warning("tool left out: %s: %r is defined again in another file of the folder; the first is kept",
+                            path, tool.name)
+                continue
+            kept[tool.name] = tool
+        return list(kept.values())
     return tools_from_data(read_json(path), origin, str(path))
 
 

@@ -29,9 +29,9 @@ from typing import Any, Awaitable, Callable, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nexus.errors import ServerError, ToolLoadError
-from nexus.registry.files import read_json
+from nexus.registry.files import read_json, read_tools
 from nexus.registry.registry import Registry, RegistryDiff
-from nexus.registry.tool import Tool, check_tool
+from nexus.registry.tool import Tool
 
 STARTUP_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 60.0
@@ -179,6 +179,7 @@ class McpHub:
         self.ping_interval_s = ping_interval_s
         self.on_change = on_change
         self.statuses: dict[str, ServerStatus] = {}
+        self.skipped: dict[str, tuple[str, ...]] = {}   # server -> its tools left out at the last tools/list, with why
         self.restarts: dict[str, int] = {name: 0 for name in self.servers}
         self._sessions: dict[str, Any] = {}
         self._broken: dict[str, Any] = {}
@@ -370,14 +371,13 @@ class McpHub:
                 break
         else:
             raise ToolLoadError(f"tools/list still paginating after {MAX_PAGES} pages")
-        tools: list[Tool] = []
-        for position, raw in enumerate(raws):
-            mapping = {"name": raw.name, "description": raw.description or "", "inputSchema": raw.input_schema}
-            tools.append(check_tool(mapping, origin=name, where=f"tools/list[{position}]"))
-        names = [t.name for t in tools]
-        if dupes := sorted({n for n in names if names.count(n) > 1}):
-            raise ToolLoadError(f"tools/list has duplicate tool names: {', '.join(dupes[:5])}")
-        return tuple(tools)
+        mappings = [{"name": raw.name, "description": raw.description or "", "inputSchema": raw.input_schema} for raw in raws]
+        # one bad tool (a broken schema, a hostile description, a name given twice) is left out, not the server
+        loaded = read_tools(mappings, origin=name, where="tools/list")
+        for problem in loaded.skipped:
+            log.warning("MCP server %r: tool left out: %s", name, problem)
+        self.skipped[name] = tuple(loaded.skipped)
+        return tuple(loaded.tools)
 
     def tools(self) -> list[Tool]:
         """Every tool of every server that loaded, in config order."""

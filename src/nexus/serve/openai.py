@@ -10,7 +10,9 @@ Per-request control, in the body's `nexus` field (`extra_body={"nexus": {...}}` 
 (adds a `nexus` field with the full account to a non-streamed response). Every response carries `X-Nexus-Decision`,
 `X-Nexus-P-Top1`, `X-Nexus-P-No-Tool`, `X-Nexus-Kept` (a JSON list of every kept tool), `X-Nexus-Dropped-Count`,
 `X-Nexus-Reason`, `X-Nexus-Route-Ms` (routing work; of it `X-Nexus-SLB-Ms`: the turn's embedding and the scan,
-and `X-Nexus-Gate-Ms`), `X-Nexus-Queue-Ms` (waiting for the router) and in route mode `X-Nexus-LLM-Ms`.
+and `X-Nexus-Gate-Ms`), `X-Nexus-Queue-Ms` (waiting for the router) and in route mode `X-Nexus-LLM-Ms`. A request
+tool that fails its checks is left out of routing and of what is forwarded, and named in `X-Nexus-Skipped` with why;
+only a request with no usable tool at all is refused (400).
 
 Built on Starlette (the ASGI toolkit under FastAPI; small, typed, maintained) served by uvicorn, with httpx for the
 upstream — all three already come with llama-cpp-python[server].
@@ -31,6 +33,7 @@ from nexus.nexus import Nexus, Overrides, Routing
 
 log = logging.getLogger(__name__)
 MODES = ("filter", "route")
+SKIPPED_CHARS = 200   # of each reason in X-Nexus-Skipped
 
 
 def _overrides(body: Mapping[str, Any], headers: Mapping[str, str]) -> tuple[Overrides, bool]:
@@ -84,11 +87,15 @@ def _tool_name(tool: Any) -> str | None:
 
 def _flagged(nexus: Nexus, tools: Any, quarantine: bool) -> dict[str, str]:
     """`X-Nexus-Flagged`: the request's tools `nexus registry scan` flags high (a JSON list of names), and whether
-    they were quarantined (left out of routing and of what is forwarded)."""
-    flagged = sorted(nexus.view(tools).flagged) if tools else []
-    if not flagged:
-        return {}
-    return {"X-Nexus-Flagged": json.dumps(flagged), "X-Nexus-Quarantined": "1" if quarantine else "0"}
+    they were quarantined (left out of routing and of what is forwarded); `X-Nexus-Skipped`: the tools that failed
+    their checks (no name, a schema that is not JSON Schema, an oversized description...), left out of routing and
+    of what is forwarded, each with why (a JSON list, each reason cut at `SKIPPED_CHARS`)."""
+    view = nexus.view(tools) if tools else None
+    flagged = sorted(view.flagged) if view else []
+    out = {"X-Nexus-Flagged": json.dumps(flagged), "X-Nexus-Quarantined": "1" if quarantine else "0"} if flagged else {}
+    if view and view.skipped:
+        out["X-Nexus-Skipped"] = json.dumps([why[:SKIPPED_CHARS] for why in view.skipped])
+    return out
 
 
 def _headers(routing: Routing | None, timing: Mapping[str, float], note: str = "") -> dict[str, str]:
