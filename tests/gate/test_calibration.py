@@ -40,8 +40,9 @@ def test_ece_noise_floor_of_a_calibrated_predictor():
 
 
 def test_auroc_with_ties_and_extremes():
-    assert auroc(np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1])) == pytest.approx(0.75)
+    # (the untied case 0.1, 0.4, 0.35, 0.8 -> 0.75 is the module's doctest)
     assert auroc(np.array([0.5, 0.5]), np.array([0, 1])) == pytest.approx(0.5)
+    assert auroc(np.array([0.1, 0.5, 0.5, 0.9]), np.array([0, 0, 1, 1])) == pytest.approx(0.875)  # one tied pair: half
     assert auroc(np.array([0.1, 0.2, 0.9]), np.array([0, 0, 1])) == pytest.approx(1.0)
     assert math.isnan(auroc(np.array([0.1, 0.2]), np.array([1, 1])))
 
@@ -94,11 +95,11 @@ def test_logistic_map_round_trips_through_dict():
 
 
 def test_threshold_for_risk_hand_cases():
+    # (risk 0 -> 0.95 and risk 0.25 -> 0.6 on these turns are threshold_for_risk's doctest)
     conf = np.array([0.99, 0.95, 0.9, 0.6])
     ok = np.array([1, 1, 0, 1])
-    assert threshold_for_risk(conf, ok, 0.0) == 0.95          # accept the two before the first error
-    assert threshold_for_risk(conf, ok, 0.25) == 0.6          # 1 error in 4 is allowed
-    assert threshold_for_risk(conf, ok, 0.0, min_accepted=3) == math.inf
+    assert threshold_for_risk(conf, ok, 0.0, min_accepted=3) == math.inf   # only two turns before the first error
+    assert threshold_for_risk(conf, ok, 0.0, min_accepted=2) == 0.95
     # ties are accepted together: the tie at 0.9 holds an error, so it cannot be split
     assert threshold_for_risk(np.array([0.9, 0.9, 0.8]), np.array([1, 0, 1]), 0.0) == math.inf
 
