@@ -18,7 +18,7 @@ TH = Thresholds(route=0.9, no_tool=0.8, fallback=0.4, multi=0.5)
 @pytest.mark.parametrize(
     "p_top1, p_no_tool, second, expected",
     [
-        (0.97, 0.01, 0.10, Action.ROUTE),
+        # (0.97, 0.01, 0.10 -> ROUTE and the p_shortlist cases are the policy module's doctest)
         (1.00, 0.10, 0.49, Action.ROUTE),       # thresholds are inclusive / exclusive as documented (1.0 * 0.9 = 0.9)
         (0.89, 0.01, 0.10, Action.SHORTLIST),   # not confident enough to route
         (0.99, 0.01, 0.70, Action.SHORTLIST),   # a second tool is needed: multi-call turn
