@@ -182,4 +182,7 @@ def test_first_run_indexing_reports_progress_in_steps(tmp_path, monkeypatch):
                                step=steps.append))
     counted = [s for s in steps if s.startswith("indexing tools")]
     assert counted == [f"indexing tools {done}/7" for done in (0, 2, 4, 6)]  # announced as each step of 2 starts
-    assert len(nexus.registry) == 7 and (tmp_path / "slb.idx").exists()
+    assert len(nexus.registry) == 7
+    saved = SemanticLookasideBuffer(HashEmbedder())  # the index was written, with every tool in it
+    saved.load(tmp_path / "slb.idx")
+    assert sorted(saved.keys) == sorted(nexus.registry.keys())
