@@ -76,7 +76,9 @@ def test_data_command_and_routing_command_end_to_end(data_dir, tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "r.json").read_text())
     assert KEYS <= report.keys() and report["n_tools"] == 40
-    assert report["top10"] >= report["top1"] > 0.5  # real MiniLM on 40 BFCL tools
+    # the shipped embedder on 40 BFCL tools it was not tuned on: they are among the seed-0 size-250 registry that
+    # `nexus slb tune --exclude-tools` kept out of its training (models/embedder/nexus-tuning.json)
+    assert report["top10"] >= report["top1"] > 0.5
     assert report["lookup_at_scale"]["n_tools"] == 2000
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert {"config", "git_revision", "machine"} <= meta.keys()
