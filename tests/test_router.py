@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import pytest
@@ -50,7 +51,9 @@ def test_route_turn_end_to_end(parts):
     registry, slb = parts
     backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'])
     router = Router(registry, slb, ScriptedGate(Action.ROUTE), backend)
-    assert router.warm() > 0
+    header = router.caller.prompts.call_prompt("", [])
+    assert router.warm() == backend.count_tokens(header)  # a cold backend prefills the whole few-shot header
+    assert router.warm() == 1  # warm: only the last token again, for its logits
     routed = router.route("what is the current time in Tokyo")
     assert routed.decision.action is Action.ROUTE and routed.call.tool == "get_time"
     assert routed.call.arguments == {"timezone": "Asia/Tokyo"} and routed.call.valid
@@ -90,7 +93,12 @@ def test_score_gate_routes_on_a_clear_margin_else_shortlists(parts):
     close = [Hit("a", 0.9, 0.9, 0), Hit("b", 0.85, 0.85, 0)]
     decision = ScoreGate(slb).decide("x", hits=close)
     assert decision.action is Action.SHORTLIST and [h.key for h in decision.candidates] == ["a", "b"]
-    assert 0.5 < decision.p_top1 < 1
+    # softmax over the scores at temperature 0.05: 1 / (1 + exp((0.85 - 0.9) / 0.05)) = 1 / (1 + e^-1)
+    assert decision.p_top1 == pytest.approx(1 / (1 + math.exp(-1)))
+    # the margin is inclusive: exactly route_margin apart routes, a hair less shortlists
+    edge = [Hit("a", 0.75, 0.75, 0), Hit("b", 0.5, 0.5, 0)]  # a margin of exactly 0.25 (binary fractions)
+    assert ScoreGate(slb, route_margin=0.25).decide("x", hits=edge).action is Action.ROUTE
+    assert ScoreGate(slb, route_margin=0.2501).decide("x", hits=edge).action is Action.SHORTLIST
     assert ScoreGate(slb).decide("x", hits=[Hit("a", 0.05, 0.05, 0)]).action is Action.NO_TOOL
 
 

@@ -67,7 +67,11 @@ def test_overflow_is_reported_per_path_never_truncated():
     assert summary["full_schema_tokens"] == 5000 and summary["context_reduction_vs_full"] == 0.99
 
 
-def test_run_latency_writes_the_specified_shape(tmp_path):
+def p50(rows, path, n_tools, field="ttfat_ms"):
+    return statistics.median(r[field] for r in rows if r["path"] == path and r["n_tools"] == n_tools)
+
+
+def test_run_latency_writes_the_specified_shape(tmp_path, saved_figures):
     case_tools, case_queries = tools(12), queries([1, 5])
     cases = build_cases(case_tools, case_queries, [4, 12], limit=2)
     backend = ScriptedBackend(arguments=['{"q": "hello"}'], choices=["tool_1"], n_ctx=4096)
@@ -77,9 +81,16 @@ def test_run_latency_writes_the_specified_shape(tmp_path):
     for size in result["sizes"]:
         for metric in ("ttfat_ms_p50", "context_tokens", "tool_accuracy", "arg_accuracy"):
             assert set(size[metric]) == {"nexus", "nexus_kv", "full_cold", "full_warm"}
-        assert isinstance(size["speedup_vs_full_cold"], float)
         assert size["context_tokens"]["nexus"] < size["context_tokens"]["full_cold"]
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    for size in result["sizes"]:  # each p50 is the median of that size's raw rows, the speedup their ratio
+        n = size["n_tools"]
+        for path in ("nexus", "nexus_kv", "full_cold", "full_warm"):
+            assert size["ttfat_ms_p50"][path] == pytest.approx(p50(rows, path, n), abs=0.01)
+            assert size["context_tokens"][path] == p50(rows, path, n, "context_tokens")
+        # (the ratio of the rounded p50s: cold over routed)
+        assert size["speedup_vs_full_cold"] == pytest.approx(size["ttfat_ms_p50"]["full_cold"] / size["ttfat_ms_p50"]["nexus"],
+                                                             abs=0.006)
     assert {r["path"] for r in rows} == {"nexus", "nexus_kv", "full_cold", "full_warm"} and len(rows) == 2 * 4 * 2
     # a backend without a KV context of its own runs nexus_kv as plain nexus: the same calls
     assert all(size["kv_same_calls"] == 1.0 for size in result["sizes"])
@@ -96,7 +107,14 @@ def test_run_latency_writes_the_specified_shape(tmp_path):
     assert result["sizes"][1]["context_reduction_vs_full"] == pytest.approx(
         statistics.median(1 - r["context_tokens"] / r["full_prompt_tokens"] for r in nexus), abs=1e-4)
     assert json.loads((tmp_path / "result.json").read_text()) == result
-    assert plot_latency(tmp_path).stat().st_size > 1000
+    assert plot_latency(tmp_path).read_bytes()[:4] == b"\x89PNG"
+    # the plot shows the result's figures: TTFAT p50 (left) and context tokens (right) per path, against size
+    ttfat, context = saved_figures.lines("latency_vs_size.png", 0), saved_figures.lines("latency_vs_size.png", 1)
+    assert set(ttfat) == {"nexus", "nexus_kv", "full_cold", "full_warm"}  # nothing overflows: no overflow marker
+    for path in ttfat:
+        assert ttfat[path] == ([4, 12], [s["ttfat_ms_p50"][path] for s in result["sizes"]])
+        assert context[path] == ([4, 12], [s["context_tokens"][path] for s in result["sizes"]])
+    assert context["full schemas needed"] == ([4, 12], [s["full_schema_tokens"] for s in result["sizes"]])
 
 
 def test_baselines_get_the_same_one_repair_and_report_time_to_a_valid_call(tmp_path):
@@ -112,32 +130,39 @@ def test_baselines_get_the_same_one_repair_and_report_time_to_a_valid_call(tmp_p
         assert row["ttfat_ms"] > row["ttfat_first_ms"] and row["valid_ms"] >= row["ttfat_ms"]
 
 
-def test_overflowing_sizes_skip_the_full_paths(tmp_path):
+def test_overflowing_sizes_skip_the_full_paths(tmp_path, saved_figures):
     cases = build_cases(tools(40), queries([1]), [40], limit=1)
     backend = ScriptedBackend(arguments=['{"q": "hello"}'], n_ctx=600)  # the header fits, 40 full schemas do not
     result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                          max_arg_tokens=32)
     size = result["sizes"][0]
     assert size["ttfat_ms_p50"]["full_cold"] == "overflow" and size["full_schema_tokens"] > 600
-    assert isinstance(size["ttfat_ms_p50"]["nexus"], float)
-    assert {json.loads(line)["path"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()} == {"nexus", "nexus_kv"}
-    # an overflowing size still plots (its full-schema points are left out)
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert {r["path"] for r in rows} == {"nexus", "nexus_kv"}
+    assert size["ttfat_ms_p50"]["nexus"] == pytest.approx(p50(rows, "nexus", 40), abs=0.01)
+    # an overflowing size still plots: its full-schema points are left out, the overflow is marked at its size
     plot = plot_latency(tmp_path)
-    assert plot.read_bytes()[:4] == b"\x89PNG" and plot.stat().st_size > 5000
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    ttfat = saved_figures.lines("latency_vs_size.png", 0)
+    assert ttfat == {"nexus": ([40], [size["ttfat_ms_p50"]["nexus"]]), "nexus_kv": ([40], [size["ttfat_ms_p50"]["nexus_kv"]]),
+                     "overflow (n_ctx=600)": ([40, 40], [0, 1])}
 
 
-def test_only_the_requested_paths_run(tmp_path):
+def test_only_the_requested_paths_run(tmp_path, saved_figures):
     cases = build_cases(tools(8), queries([2]), [8], limit=1)
     backend = ScriptedBackend(arguments=['{"q": "hello"}'])
     result = run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                          paths=("nexus", "full_warm"))
     size = result["sizes"][0]
     assert size["ttfat_ms_p50"]["full_cold"] is None and size["speedup_vs_full_cold"] is None
-    assert isinstance(size["ttfat_ms_p50"]["full_warm"], float)
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert {r["path"] for r in rows} == {"nexus", "full_warm"}
+    assert size["ttfat_ms_p50"]["full_warm"] == pytest.approx(p50(rows, "full_warm", 8), abs=0.01)
     with pytest.raises(ValueError, match="must include 'nexus'"):
         run_latency(cases, backend, SemanticLookasideBuffer(HashEmbedder()), lambda s, r: ScoreGate(s, no_tool_below=float("-inf")), tmp_path,
                     paths=("full_cold",))
     assert plot_latency(tmp_path).read_bytes()[:4] == b"\x89PNG"  # a size without full-schema points still plots
+    assert set(saved_figures.lines("latency_vs_size.png", 0)) == {"nexus", "full_warm"}  # only the paths that ran
 
 
 def test_a_small_size_pools_draws_until_it_has_the_turns_asked_for(tmp_path):

@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from nexus.bench.routing import evaluate, lookup_at_scale, plot_sweep
@@ -21,7 +22,7 @@ def tiny_dataset(tmp_path):
     return queries
 
 
-def test_evaluate_reports_the_interface_keys(tmp_path):
+def test_evaluate_reports_the_interface_keys(tmp_path, saved_figures):
     queries = tiny_dataset(tmp_path)
     registry = load_registry(tmp_path / "tools.json")
     slb = SemanticLookasideBuffer(HashEmbedder(), keep_fp32=True)
@@ -34,9 +35,14 @@ def test_evaluate_reports_the_interface_keys(tmp_path):
     assert len(rows) == 11
     scale = lookup_at_scale(slb, queries, 500, limit=5)
     assert scale["n_tools"] == 500 and scale["lookup_ms_p50"] > 0
-    plot = plot_sweep(tmp_path, [result, result])
-    assert plot.stat().st_size > 5000 and plot.read_bytes()[:4] == b"\x89PNG"
-    assert json.loads((tmp_path / "sweep.json").read_text())[0]["top1"] == 1.0
+    bigger = {**result, "n_tools": 300, "top1": 0.5, "top5": 0.75, "top10": 0.875, "top1_fp32": 0.625, "top1_gate": 0.7}
+    plot = plot_sweep(tmp_path, [result, bigger])
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    # one line per metric that every result has (top1_gate only the second): accuracy against registry size
+    assert saved_figures.lines("accuracy_vs_size.png") == {
+        "top1": ([30, 300], [1.0, 0.5]), "top5": ([30, 300], [result["top5"], 0.75]),
+        "top10": ([30, 300], [result["top10"], 0.875]), "top1_fp32": ([30, 300], [result["top1_fp32"], 0.625])}
+    assert json.loads((tmp_path / "sweep.json").read_text()) == [result, bigger]
 
 
 def test_ties_go_against_the_gold_tool():
@@ -70,11 +76,17 @@ def test_data_command_and_routing_command_end_to_end(data_dir, tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "r.json").read_text())
     assert KEYS <= report.keys() and report["n_tools"] == 40
-    assert report["top10"] >= report["top1"] > 0.5  # real MiniLM on 40 BFCL tools
+    # the shipped embedder on 40 BFCL tools it was not tuned on: they are among the seed-0 size-250 registry that
+    # `nexus slb tune --exclude-tools` kept out of its training (models/embedder/nexus-tuning.json)
+    assert report["top10"] >= report["top1"] > 0.5
     assert report["lookup_at_scale"]["n_tools"] == 2000
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert {"config", "git_revision", "machine"} <= meta.keys()
-    assert (tmp_path / "run" / "per_query_40.jsonl").exists()
+    rows = [json.loads(line) for line in (tmp_path / "run" / "per_query_40.jsonl").read_text().splitlines()]
+    ranked = [r for r in rows if "rank" in r]  # the report is its per-query rows, summarised
+    assert len(rows) == report["n_queries"] + report["n_no_tool"] + report["n_gold_missing"] and len(ranked) == report["n_queries"]
+    assert report["top1"] == pytest.approx(sum(r["rank"] == 1 for r in ranked) / len(ranked))
+    assert report["top10"] == pytest.approx(sum(r["rank"] <= 10 for r in ranked) / len(ranked))
 
 
 def test_data_bfcl_builds_dev_splits_disjoint_from_the_test_split_and_from_each_other(data_dir, tmp_path):

@@ -32,16 +32,20 @@ def test_ece_perfectly_calibrated_is_zero_and_bins_cover_edges():
 def test_ece_noise_floor_of_a_calibrated_predictor():
     # certain predictions leave no room for noise
     assert ece_if_calibrated(np.ones(50)) == (0.0, 0.0)
-    # one bin at p=0.5 with n turns: E|mean - 0.5| ~ sqrt(0.25/n) * sqrt(2/pi)
-    med, hi = ece_if_calibrated(np.full(400, 0.5), draws=400)
-    assert med == pytest.approx(math.sqrt(0.25 / 400) * math.sqrt(2 / math.pi), rel=0.35) and hi > med
-    # more turns, less noise
-    assert ece_if_calibrated(np.full(4000, 0.5))[0] < med
+    # one bin at p=0.5 with n turns: the ECE is |mean - 0.5|, half-normal with sd = sqrt(0.25/n): its median is
+    # 0.674 sd and its 95th percentile 1.96 sd (within 2.5 standard errors of 400 draws, 0.1 and 0.25 sd, plus the
+    # 1/n grid the means of n outcomes fall on)
+    for n in (400, 4000):
+        sd = math.sqrt(0.25 / n)
+        med, hi = ece_if_calibrated(np.full(n, 0.5), draws=400)
+        assert med == pytest.approx(0.674 * sd, abs=0.1 * sd + 1 / n)
+        assert hi == pytest.approx(1.96 * sd, abs=0.25 * sd + 1 / n)
 
 
 def test_auroc_with_ties_and_extremes():
-    assert auroc(np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1])) == pytest.approx(0.75)
+    # (the untied case 0.1, 0.4, 0.35, 0.8 -> 0.75 is the module's doctest)
     assert auroc(np.array([0.5, 0.5]), np.array([0, 1])) == pytest.approx(0.5)
+    assert auroc(np.array([0.1, 0.5, 0.5, 0.9]), np.array([0, 0, 1, 1])) == pytest.approx(0.875)  # one tied pair: half
     assert auroc(np.array([0.1, 0.2, 0.9]), np.array([0, 0, 1])) == pytest.approx(1.0)
     assert math.isnan(auroc(np.array([0.1, 0.2]), np.array([1, 1])))
 
@@ -94,11 +98,11 @@ def test_logistic_map_round_trips_through_dict():
 
 
 def test_threshold_for_risk_hand_cases():
+    # (risk 0 -> 0.95 and risk 0.25 -> 0.6 on these turns are threshold_for_risk's doctest)
     conf = np.array([0.99, 0.95, 0.9, 0.6])
     ok = np.array([1, 1, 0, 1])
-    assert threshold_for_risk(conf, ok, 0.0) == 0.95          # accept the two before the first error
-    assert threshold_for_risk(conf, ok, 0.25) == 0.6          # 1 error in 4 is allowed
-    assert threshold_for_risk(conf, ok, 0.0, min_accepted=3) == math.inf
+    assert threshold_for_risk(conf, ok, 0.0, min_accepted=3) == math.inf   # only two turns before the first error
+    assert threshold_for_risk(conf, ok, 0.0, min_accepted=2) == 0.95
     # ties are accepted together: the tie at 0.9 holds an error, so it cannot be split
     assert threshold_for_risk(np.array([0.9, 0.9, 0.8]), np.array([1, 0, 1]), 0.0) == math.inf
 

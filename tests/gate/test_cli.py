@@ -55,7 +55,11 @@ def test_train_eval_bench_and_decide_end_to_end(tmp_path, monkeypatch):
     assert bench.exit_code == 0, bench.output
     routed = json.loads((tmp_path / "bench.json").read_text())
     routed = routed[0] if isinstance(routed, list) else routed
-    assert {"top1_gate", "coverage", "selective_accuracy", "ece", "no_tool_auroc", "gate_ms_p50", "gate_ms_p99"} <= set(routed)
-    decided = runner.invoke(app, ["gate", "decide", "please encrypt my invoice", "--tools", str(tools), "--model", str(model)])
+    assert {"gate_ms_p50", "gate_ms_p99"} <= set(routed)
+    # the same gate on the same turns: the benchmark reports what `gate eval` measured
+    for key in ("top1_gate", "coverage", "selective_accuracy", "ece", "no_tool_auroc", "gate_n_relevant", "route_on_no_tool"):
+        assert routed[key] == pytest.approx(result[key], nan_ok=True), key
+    # a request the training turns do not hold ('please encrypt my invoice' is one of them)
+    decided = runner.invoke(app, ["gate", "decide", "kindly encrypt that invoice for me", "--tools", str(tools), "--model", str(model)])
     assert decided.exit_code == 0, decided.output
-    assert json.loads(decided.stdout[decided.stdout.index("{"):])["candidates"][0]["key"].endswith("invoice")
+    assert json.loads(decided.stdout[decided.stdout.index("{"):])["candidates"][0]["key"] == "encrypt_invoice"

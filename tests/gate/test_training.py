@@ -23,14 +23,21 @@ def test_tiny_training_lowers_the_loss(tiny_trained):
     assert after < before * 0.7
 
 
-def test_tiny_training_ranks_the_planted_positive_first(tiny_trained):
+# requests none of the training groups holds (tests/gate/conftest.py), each with the index of its tool in DOCS
+HELD_OUT = {"compute the zorblax index for the budget spreadsheet": 0, "get me the zorblax index of sheet Q3": 0,
+            "will it rain in Rome this weekend?": 1, "write an email to Alice about the meeting": 2,
+            "I need a plane ticket from Chicago to Miami": 3, "what is the total of column C in sales.xlsx": 4}
+
+
+def test_tiny_training_ranks_held_out_requests_first(tiny_trained):
+    """Measured on requests the run never saw: each one's tool leads by a margin of more than 3 logits (after the
+    30 steps: 4.1 to 14.4 over the three scorers; untrained, the cross- and split encoders rank most of them wrong
+    and the segment-cosine one leads by at most 1.9)."""
     scorer = tiny_trained[0]
     docs = [PLANTED, *DISTRACTORS]
-    scores = scorer.score([PLANTED_QUERY] * len(docs), docs)
-    assert int(np.argmax(scores)) == 0
-    # the ordinary groups are learnt too
-    weather = scorer.score(["weather in Paris tomorrow"] * len(docs), docs)
-    assert int(np.argmax(weather)) == 1
+    for request, gold in HELD_OUT.items():
+        scores = scorer.score([request] * len(docs), docs)
+        assert scores[gold] - np.delete(scores, gold).max() > 3.0, (request, scores)
 
 
 def _model(scorer, quantize=False):
@@ -64,7 +71,8 @@ def test_quantised_load_keeps_the_ranking(tiny_trained, tmp_path):
     loaded = GateModel.load(folder)
     assert loaded.scorer.quantized
     docs = [PLANTED, *DISTRACTORS]
-    assert int(np.argmax(loaded.scorer.score([PLANTED_QUERY] * 5, docs))) == 0
+    for request, gold in HELD_OUT.items():  # INT8 weights still rank each held-out request's tool first
+        assert int(np.argmax(loaded.scorer.score([request] * len(docs), docs))) == gold, request
 
 
 def test_refuses_mismatched_or_corrupt_models(tiny_trained, tmp_path):
@@ -258,7 +266,12 @@ def test_compact_save_rebuilds_the_same_scorer_on_the_packaged_base(tiny_trained
 
     trained, groups, _, _ = tiny_trained
     if not isinstance(trained, SegmentCosineScorer):
-        pytest.skip("compact saves are for the segment-cosine scorer")
+        # regression: `nexus gate export` of a cross-encoder gate ended in a TypeError (its save() takes no `compact`)
+        with pytest.raises(GateModelError, match="compact save .* scorer is 'cross-encoder'"):
+            GateModel.from_scorer(trained, SemanticLookasideBuffer(HashEmbedder()), GateCalibration.identity()).save(
+                tmp_path / "gate", compact=True)
+        assert not (tmp_path / "gate").exists() and not list(tmp_path.iterdir())
+        return
     scorer = copy.deepcopy(trained)
     scorer.network.load_state_dict(round_half(scorer.network.state_dict()))   # what train_gate does before calibrating
     slb = SemanticLookasideBuffer(HashEmbedder())
@@ -387,4 +400,5 @@ def test_unranked_turns_count_for_no_tool_but_not_for_the_route_certificate():
     # the no-tool map sees the unranked turns too, so coverage moves a little, not as with errors
     assert abs(unranked.report["coverage"] - clean.report["coverage"]) < 0.01
     assert unranked.report["coverage"] > with_errors.report["coverage"] + 0.05
-    assert unranked.thresholds.no_tool != clean.thresholds.no_tool or unranked.no_tool != clean.no_tool
+    assert unranked.no_tool != clean.no_tool   # fitted with the 60 unranked turns among the relevant ones
+    assert with_errors.no_tool.mean == pytest.approx(unranked.no_tool.mean)  # the same turns, ranked or not

@@ -114,7 +114,8 @@ def test_corrupt_block_is_refused_and_the_prompt_prefilled(parts, caplog):
     assert "refused" in caplog.text and "truncated" in compiler.store.refusals[-1]
     assert computed == len(block) + len(rest)  # the line was prefilled (and stored again), nothing corrupt injected
     assert ctx.tokens(LIVE) == tokens and top1_agrees(reference, np.array(ctx.logits()))
-    assert compiler.store.load(stored.key) is not None
+    again = compiler.store.load(stored.key)  # the prefilled line was compiled and stored again, whole
+    assert again.tokens == stored.tokens and len(again.payload) == len(stored.payload)
 
 
 class NoShiftContext:

@@ -20,7 +20,8 @@ from nexus.router import ScoreGate
 from nexus.slb import HashEmbedder, SemanticLookasideBuffer
 
 TIME_SERVER = Path(__file__).resolve().parents[2] / ".servers" / "mcp-server-time" / "bin" / "mcp-server-time"
-pytestmark = pytest.mark.skipif(not TIME_SERVER.exists(), reason="run `bash scripts/install_servers.sh .servers` first")
+# only the tests that start mcp-server-time need it (the gate-training and progress tests run without)
+needs_time_server = pytest.mark.skipif(not TIME_SERVER.exists(), reason="run `bash scripts/install_servers.sh .servers` first")
 
 
 def facade(tmp_path, backend, gate_factory):
@@ -29,6 +30,7 @@ def facade(tmp_path, backend, gate_factory):
                                gate_factory=gate_factory)
 
 
+@needs_time_server
 def test_demo_calls_the_routed_tool_through_mcp(tmp_path):
     backend = ScriptedBackend(arguments=['{"timezone": "Etc/UTC"}'], choices=["get_current_time"],
                               answers=["You're welcome."])
@@ -51,6 +53,7 @@ def test_demo_calls_the_routed_tool_through_mcp(tmp_path):
     assert "get_current_time" in text.export_text()
 
 
+@needs_time_server
 def test_a_server_error_is_shown_not_raised(tmp_path):
     backend = ScriptedBackend(arguments=['{"timezone": "Mars/Olympus"}'], choices=["get_current_time"])
     from nexus.registry.servers import parse_servers_config
@@ -118,6 +121,7 @@ def test_demo_trains_a_gate_on_first_use_and_reuses_it(tmp_path, caplog):
     assert isinstance(demo_gate(slb, reg, other, None, False, 60.0, steps.append), ScoreGate)
 
 
+@needs_time_server
 def test_json_rows_one_per_turn_with_what_a_program_checks(tmp_path):
     """`nexus demo --json OUT`: one object per turn — request, decision, p, tool, arguments, result, error."""
     from nexus.cli.demo import write_rows
@@ -142,7 +146,7 @@ def test_json_rows_one_per_turn_with_what_a_program_checks(tmp_path):
     tokyo, mars, thanks = rows
     assert tokyo["tool"] == "get_current_time" and tokyo["arguments"] == {"timezone": "Asia/Tokyo"}  # normalised
     assert json.loads(tokyo["result"])["timezone"] == "Asia/Tokyo" and tokyo["error"] is None
-    assert tokyo["decision"] in ("route", "shortlist") and tokyo["p"] == pytest.approx(turns[0].routed.decision.p_top1, abs=1e-4)
+    assert tokyo["decision"] == "route" and tokyo["p"] == pytest.approx(turns[0].routed.decision.p_top1, abs=1e-4)
     assert mars["result"] is None and "Mars/Olympus" in mars["error"]  # the server refused it: reported, not raised
     assert thanks["decision"] == "no_tool" and thanks["p"] == 0.97 and thanks["tool"] is None
     assert thanks["answer"] == "You're welcome." and thanks["error"] is None
@@ -166,6 +170,7 @@ def test_progress_is_plain_lines_when_piped():
     assert all(line.startswith("[") and "s] " in line for line in lines)  # each with the time since start
 
 
+@needs_time_server
 def test_first_run_indexing_reports_progress_in_steps(tmp_path, monkeypatch):
     """No index on disk: tools are embedded in steps of INDEX_STEP, each announced as done/total."""
     import nexus.demo as demo_module
@@ -181,5 +186,8 @@ def test_first_run_indexing_reports_progress_in_steps(tmp_path, monkeypatch):
     anyio.run(lambda: run_demo(nexus, servers, [], extra_sources=lambda live: [(f"c{i}", [t]) for i, t in enumerate(many)],
                                step=steps.append))
     counted = [s for s in steps if s.startswith("indexing tools")]
-    assert counted[0] == "indexing tools 0/7" and counted[-1].endswith("/7") and len(counted) >= 3
-    assert len(nexus.registry) == 7 and (tmp_path / "slb.idx").exists()
+    assert counted == [f"indexing tools {done}/7" for done in (0, 2, 4, 6)]  # announced as each step of 2 starts
+    assert len(nexus.registry) == 7
+    saved = SemanticLookasideBuffer(HashEmbedder())  # the index was written, with every tool in it
+    saved.load(tmp_path / "slb.idx")
+    assert sorted(saved.keys) == sorted(nexus.registry.keys())

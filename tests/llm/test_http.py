@@ -87,12 +87,14 @@ def test_choose_returns_one_of_the_options(backend):
     builder = PromptBuilder()
     prompt = builder.call_prompt("What time is it in Tokyo?", ["get_time(timezone) Current time\n",
                                                                "send_email(to, subject) Send an email\n"])
-    assert backend.choose(prompt, ["get_time", "send_email"]).option in ("get_time", "send_email")
+    assert backend.choose(prompt, ["get_time", "send_email"]).option == "get_time"
+    assert backend.choose(prompt, ["send_email", "get_time"]).option == "get_time"  # not merely the first option
 
 
 def test_plain_generation_stops(backend):
     generation = backend.generate(PromptBuilder().answer_prompt("Thanks!"), max_tokens=24, stop=("\n",))
-    assert "\n" not in generation.text
+    assert generation.text.strip() and "\n" not in generation.text  # an answer, cut at the line break
+    assert generation.finished  # stopped by the stop string, not by max_tokens
 
 
 def test_overflow_and_unreachable_server(backend):

@@ -51,6 +51,7 @@ def test_grammar_constrained_generation_is_schema_valid(backend):
     assert generation.finished
     arguments = json.loads(generation.text)
     Draft202012Validator(SCHEMA).validate(arguments)
+    assert arguments["city"] == "Lyon" and arguments["days"] == 3  # greedy decoding reads the request
     assert generation.t_first_token <= generation.t_end and generation.completion_tokens > 0
 
 
@@ -61,7 +62,10 @@ def test_prefix_cache_prefills_only_the_new_suffix(backend):
     other = backend.prefill(forecast_prompt("Forecast for Rome, 5 days"))
     assert first == backend.count_tokens(forecast_prompt("Forecast for Oslo"))
     assert again == 1  # only the last token is recomputed, for its logits
-    assert 1 < other < 20  # the header and schema stay cached; the turn and the suffix are new
+    # the header and schema stay cached: exactly the tokens after the two prompts' common prefix are computed
+    oslo, rome = backend.tokens(forecast_prompt("Forecast for Oslo")), backend.tokens(forecast_prompt("Forecast for Rome, 5 days"))
+    common = next(i for i, (a, b) in enumerate(zip(oslo, rome)) if a != b)
+    assert other == len(rome) - common and common > len(rome) - 20
     backend.reset()
     assert backend.prefill(forecast_prompt("Forecast for Oslo")) == first
 
@@ -71,8 +75,11 @@ def test_choose_walks_the_name_trie(backend):
     prompt = builder.call_prompt("What is the weather in Paris?", ["get_weather(city) Current weather for a city\n",
                                                                   "send_email(to, subject) Send an email\n"])
     selection = backend.choose(prompt, ["get_weather", "send_email", "get_weather_history"])
-    assert selection.option in ("get_weather", "send_email", "get_weather_history")
+    assert selection.option == "get_weather"  # ends where a longer option goes on: the line break wins
     assert selection.prompt_tokens == backend.count_tokens(prompt)
+    assert backend.choose(prompt, ["get_weather_history", "send_email", "get_weather"]).option == "get_weather"
+    # where one option ends and a longer one goes on, the prior's mass below each branch decides between them
+    assert backend.choose(prompt, ["get_weather", "get_weather_history"], prior=[1e-6, 1 - 1e-6]).option == "get_weather_history"
     assert backend.choose(prompt, ["only_one"]).option == "only_one"
     # a confident prior (the gate's) wins where the model is unsure; the model's own pick when the prior is flat
     options = ["get_weather", "send_email"]

@@ -26,3 +26,6 @@ def test_registry_hash_tracks_content():
     first.set_source("s", [Tool("a", "one", OBJ, "s")])
     second.set_source("s", [Tool("a", "one!", OBJ, "s")])
     assert first.content_hash() != second.content_hash()
+    again = Registry()
+    again.set_source("s", [Tool("a", "one", OBJ, "s")])
+    assert again.content_hash() == first.content_hash()  # the content, not the object, decides

@@ -59,4 +59,5 @@ def test_scan_command_reports_json_and_fails_on_high_findings(tmp_path):
     assert report["scanned"] == 2 and [t["tool"] for t in report["tools"]] == ["tools/add"]
     clean = tmp_path / "clean.json"
     clean.write_text(json.dumps({"tools": [{"name": "time", "description": HONEST["time"], "inputSchema": OBJ}]}))
-    assert CliRunner().invoke(app, ["registry", "scan", "--tools", str(clean)]).exit_code == 0
+    passed = CliRunner().invoke(app, ["registry", "scan", "--tools", str(clean)])
+    assert passed.exit_code == 0 and json.loads(passed.stdout) == {**json.loads(passed.stdout), "scanned": 1, "tools": []}

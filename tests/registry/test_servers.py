@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -222,7 +223,8 @@ def test_demo_config_builder(tmp_path: Path) -> None:
     assert entries["time"]["command"] == str((servers / "mcp-server-time/bin/mcp-server-time").resolve())
     assert entries["sqlite"]["args"] == ["--db-path", str((tmp_path / "ws" / "demo.db").resolve())]
     assert "git" not in entries and "calculator" not in entries and "filesystem" not in entries
-    if "memory" in entries:  # only where node is on PATH
+    assert ("memory" in entries) == (shutil.which("node") is not None)  # only where node is on PATH
+    if "memory" in entries:
         assert entries["memory"]["args"] == [str((pkg / "dist" / "index.js").resolve())]
         assert entries["memory"]["env"]["MEMORY_FILE_PATH"].endswith("memory.jsonl")
     assert set(parse_servers_config(config, "demo")) == set(entries)

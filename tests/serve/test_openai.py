@@ -69,7 +69,7 @@ def test_filter_mode_streams_and_explains_in_full(filter_proxy):
     assert names == ["get_time"] and offered == [t["function"]["name"] for t in TOOLS]  # disabled: every tool forwarded
     explained = client.chat.completions.create(model="m", messages=TURN, tools=TOOLS, extra_body={"nexus": {"explain": True, "top_k": 2}})
     account = explained.model_extra["nexus"]
-    assert account["decision"] in ("route", "shortlist") and len(account["kept"]) + len(account["dropped"]) == len(TOOLS)
+    assert account["decision"] == "route" and len(account["kept"]) + len(account["dropped"]) == len(TOOLS)
 
 
 def test_no_tool_turn_forwards_no_tools_and_a_follow_up_is_read_with_the_conversation(filter_proxy):

@@ -24,9 +24,11 @@ def test_tiny_tuning_run_lowers_loss_and_pulls_pairs_together(tmp_path):
     meta = json.loads((tmp_path / "tuned" / "nexus-tuning.json").read_text())
     assert meta["pairs"] == 8 and meta["format_version"] == 1
     tuned = SentenceTransformerEmbedder(tmp_path / "tuned")
-    q = tuned.embed(["play some jazz in the kitchen"])[0]
+    # requests the run never saw still find their tool
+    held_out = ["is it sunny in Rome today?", "how many euros is 50 dollars", "reserve a dinner table for four",
+                "put on a jazz playlist in the living room"]
     docs = tuned.embed([d for _, d in pairs[:4]])
-    assert int(np.argmax(docs @ q)) == 3
+    assert (tuned.embed(held_out) @ docs.T).argmax(axis=1).tolist() == [0, 1, 2, 3]
 
 
 def test_compact_tuning_stores_only_changed_tensors_and_loads_on_the_packaged_base(tmp_path):

@@ -10,9 +10,8 @@ Hard negatives for both are mined from the semantic lookaside buffer.
 >>> from nexus.registry import Tool
 >>> t = Tool("get_weather", "Get the current weather for a city.", {"type": "object", "properties": {
 ...     "city": {"type": "string", "description": "Name of the city"}}}, "w")
->>> qs = pseudo_queries(t, random.Random(0), 3)
->>> len(qs), all(isinstance(q, str) and q for q in qs)
-(3, True)
+>>> pseudo_queries(t, random.Random(0), 3)
+['Get the current for a city', 'Please get weather', 'get weather: name of the city']
 """
 
 from __future__ import annotations

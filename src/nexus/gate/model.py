@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nexus.errors import ModelError
-from nexus.gate.cross_encoder import PairScorer
+from nexus.gate.cross_encoder import PairScorer, SegmentCosineScorer
 from nexus.gate.scorers import SCORERS, make_scorer, scorer_kind
 from nexus.gate.probabilities import GateCalibration
 from nexus.slb.store import file_sha256
@@ -87,6 +87,10 @@ class GateModel:
         folder = Path(folder)
         if not isinstance(self.scorer, tuple(SCORERS.values())):
             raise GateModelError(f"only gates with a trained scorer ({', '.join(SCORERS)}) can be saved")
+        if compact and not isinstance(self.scorer, SegmentCosineScorer):
+            # a cross-encoder's save() takes no `compact` (it used to end in a TypeError from `nexus gate export`)
+            raise GateModelError(f"a compact save keeps the tensors a segment-cosine or split-cosine gate changed from "
+                                 f"the packaged encoder; this gate's scorer is {scorer_kind(self.scorer)!r}")
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
         old = folder.with_name(f".{folder.name}.old-{os.getpid()}")

@@ -10,8 +10,8 @@ group plus a pointwise binary cross-entropy (so logits are comparable across tur
 decision needs). Without labelled no-tool turns, self-supervision makes its own: pseudo-queries of tools
 withheld from the SLB have no tool to route to.
 
->>> TrainConfig().max_steps > 0
-True
+>>> TrainConfig().max_steps, TrainConfig().scorer
+(400, 'segment-cosine')
 """
 
 from __future__ import annotations

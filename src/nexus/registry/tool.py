@@ -36,8 +36,10 @@ class Tool:
     """One callable tool.
 
     >>> t = Tool("get_time", "Current time", {"type": "object", "properties": {}}, "time")
-    >>> len(t.content_hash), t.id.startswith("time/")
-    (64, True)
+    >>> t.id, len(t.content_hash)
+    ('time/get_time', 64)
+    >>> Tool("get_time", "Current time!", {"type": "object", "properties": {}}, "time").content_hash == t.content_hash
+    False
     """
 
     name: str
