@@ -44,7 +44,7 @@ def test_request_numbers_and_city_state_formats_shape_the_grammar_not_the_schema
         "unit": {"type": "string", "enum": ["c", "f"]},
         "city": {"type": "string", "description": "in the format of 'City, State', e.g. 'Austin, TX'"},
         "place": {"type": "string", "description": "'City, State' or 'City, Country'"}}, "required": ["nights", "share"]}
-    rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "2 nights at 5% off, 100 dollars").strip().splitlines())
+    rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "stay 2, at 5% off, 100 dollars").strip().splitlines())
     assert rules["nights"] == '"1" | "2" | "5"'                # integers the request states (100% = 1), within min/max
     assert rules["share"] == '"0.02" | "0.05" | "1" | "2" | "5" | "100"'  # numbers, "5%" also as 0.05
     assert "number" in rules["rate-kv"]                          # optional: free (filled, it takes a wrong stated one)
@@ -64,7 +64,7 @@ def test_optional_parameters_the_request_mentions_must_be_written():
         "required": ["where_to"]}
     shaped = grammar_schema(schema, "A house in Austin with laundry service for 2 adults, by transit, at 5:30pm")
     assert shaped["required"] == ["where_to", "has_laundry_service", "number_of_adults", "mode", "show_time"]
-    assert "enum" not in shaped["properties"]["number_of_adults"]  # promoted, not required: its number stays free
+    assert shaped["properties"]["number_of_adults"]["enum"] == [2]  # promoted: the number written next to its name
     assert grammar_schema(schema, "A house in Austin")["required"] == ["where_to"]
     assert schema["required"] == ["where_to"]                      # the tool's own schema is untouched
 
@@ -82,3 +82,22 @@ def test_required_zones_times_dates_and_paths_come_from_the_request():
     assert props["path"]["enum"] == ["out/log.txt"] and "enum" not in props["note"]  # free text stays free
     free = grammar_schema(schema, "convert the time for me")["properties"]  # nothing stated: nothing narrowed
     assert not any("enum" in sub for sub in free.values()) and free["day"]["format"] == "date"
+
+
+def test_values_the_request_names_for_a_written_parameter_narrow_the_grammar():
+    schema = {"type": "object", "properties": {
+        "interfaceType": {"type": "string", "enum": ["svi", "ethernet", "loopback"]},
+        "infoType": {"type": "string", "enum": ["interfaces", "status"]},
+        "meal": {"type": "string", "description": "Options include 'breakfast', 'lunch', 'dinner', or 'snack'."},
+        "unit": {"type": "string", "enum": ["grams", "ounces"], "default": "grams"},
+        "nodeId": {"type": "integer"}, "number_of_adults": {"type": "integer"}, "person_id": {"type": "string"},
+        "limit": {"type": "integer"}},
+        "required": ["interfaceType", "infoType", "meal", "nodeId", "number_of_adults", "person_id"]}
+    props = grammar_schema(schema, "Status of the Ethernet interface on node 1200 for two adults at 9am, "
+                                   "16 ounces as a snack, id is 77a")["properties"]
+    assert props["interfaceType"]["enum"] == ["ethernet"] and props["infoType"]["enum"] == ["status"]
+    assert props["meal"]["enum"] == ["snack"] and props["unit"]["enum"] == ["ounces"]  # unit: promoted, then narrowed
+    assert props["nodeId"]["enum"] == [1200] and props["number_of_adults"]["enum"] == [2]  # not 9 (am), not 16
+    assert props["person_id"]["enum"] == ["77a"] and "enum" not in props["limit"]           # limit: not written
+    plain = grammar_schema(schema, "show me the interfaces")["properties"]
+    assert plain["interfaceType"]["enum"] == ["svi", "ethernet", "loopback"] and "enum" not in plain["meal"]

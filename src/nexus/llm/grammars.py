@@ -81,8 +81,16 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
         promoted = [n for n, sub in props.items() if n not in required and isinstance(sub, dict) and mentioned(n, sub, request)]
         if promoted:
             out["required"] = [n for n in props if n in required or n in promoted]
+    written = set(out.get("required") or [])
     for name, sub in props.items():
-        if not isinstance(sub, dict) or "enum" in sub or "pattern" in sub:
+        if not isinstance(sub, dict) or "pattern" in sub:
+            continue
+        anchored = _anchored(name, sub, request) if request and name in written else []
+        if anchored:  # what the request names for this very parameter (`nexus.llm.anchors`)
+            sub["enum"] = anchored
+            sub.pop("format", None)
+            continue
+        if "enum" in sub:
             continue
         stated = _stated_choices(name, sub, request) if request and name in required else []
         if stated:
@@ -102,6 +110,24 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             if options:
                 sub["enum"] = options
     return out
+
+
+def _anchored(name: str, schema: Mapping[str, Any], request: str) -> list[Any]:
+    """The values a written parameter takes from words of the request that name it: the choices it names (an enum
+    or a listed choice), the numbers next to a word of its name (within its range), an identifier after it."""
+    from nexus.llm import anchors
+
+    kind = schema.get("type")
+    if kind in ("number", "integer"):
+        low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+        numbers = [n for n in anchors.anchored_numbers(name, request) if (kind == "number" or n == int(n)) and low <= n <= high]
+        return [int(n) if n == int(n) else n for n in numbers]
+    if kind not in ("string", None):
+        return []
+    choices = anchors.stated_choices(schema, request)
+    if choices or "enum" in schema:
+        return choices
+    return anchors.anchored_ids(name, request)
 
 
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:

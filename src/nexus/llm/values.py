@@ -405,6 +405,29 @@ def whole_quote(value: str, request: str) -> str:
     return value
 
 
+def whole_word(value: str, request: str) -> str:
+    """The whole word of the request when `value` stops inside it (the model cut "AGTCGATCGAACGTACGTACG" short);
+    `value` otherwise, also when the request writes `value` on its own somewhere.
+
+    >>> whole_word("AGTCGATCGAAC", "Analyze 'AGTCGATCGAACGTACG' now"), whole_word("Paris", "Parisian food in Paris")
+    ('AGTCGATCGAACGTACG', 'Paris')
+    """
+    if len(value) < 3 or not value[-1].isalnum():
+        return value
+    ends = [m.end() for m in re.finditer(rf"(?<!\w){re.escape(value)}", request or "")]
+    if not ends or any(end == len(request) or not request[end].isalnum() for end in ends):
+        return value
+    tail = re.match(r"[A-Za-z0-9]+", request[ends[0]:])
+    return value + tail.group(0) if tail else value
+
+
+def _said(value: Any) -> str | None:
+    """A number or string value as the request would write it ("1234" for 1234 and "1234"); None for others."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    return str(int(value)) if isinstance(value, float) and value == int(value) else str(value)
+
+
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
                         drop_unstated: bool = True) -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
@@ -416,10 +439,14 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
         sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
         value = normalise_value(name, sub, value)
         if isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
-            value = whole_quote(value, request)
+            value = whole_word(whole_quote(value, request), request)
         if drop_unstated and name not in required and not stated(name, value, request, sub):
             continue
         out[name] = value
+    if drop_unstated:  # a value the request states once belongs to one parameter: the required one keeps it
+        given = {_said(v) for n, v in out.items() if n in required}
+        out = {n: v for n, v in out.items() if n in required or _said(v) not in given or _said(v) is None
+               or len(re.findall(rf"(?<![\w.]){re.escape(_said(v))}(?![\w]|\.\d)", request or "")) > 1}
     if drop_unstated:  # a flag the request names is set from the request, also when the model left it out
         for name, sub in props.items():
             flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None
