@@ -15,6 +15,7 @@ from nexus.llm.anchors import anchored_ids, anchored_numbers, stated_choices
     ("shareholder_equity", "net income of $2,000,000, shareholder's equity of $10,000,000", [10000000.0]),
     ("podId", "on node 1200 and pod 3", [3.0]),
     ("interest_rate", "at an interest rate of 8%", [8.0, 0.08]),
+    ("outstanding_shares", "100 million outstanding shares", [100000000.0]),
     ("radius", "within 50km of Denver", []),      # a unit is not the parameter's word
     ("amount", "the 5 tallest mountains", []),    # nothing names it: the grammar's other rules apply
 ])
@@ -32,5 +33,7 @@ def test_identifiers_follow_the_name_word():
 def test_choices_named_in_the_request():
     enum = {"type": "string", "enum": ["interfaces", "status", "statistics"]}
     assert stated_choices(enum, "status of the interface") == ["status"]  # "interface" is not "interfaces"
-    listed = {"type": "string", "description": "e.g. 'Paris' or 'Rome'"}
-    assert stated_choices(listed, "from Paris") == []  # two examples are an example, not a closed list
+    listed = {"type": "string", "description": "'Paris' or 'Rome'"}
+    assert stated_choices(listed, "from Paris") == ["Paris"]
+    assert stated_choices({"type": "string", "description": "e.g. 'Paris'"}, "from Paris") == []  # one example: no list
+    assert stated_choices({"type": "string", "description": "e.g. 'Paris'"}, "from Paris", min_listed=1) == ["Paris"]

@@ -45,8 +45,8 @@ def test_request_numbers_and_city_state_formats_shape_the_grammar_not_the_schema
         "city": {"type": "string", "description": "in the format of 'City, State', e.g. 'Austin, TX'"},
         "place": {"type": "string", "description": "'City, State' or 'City, Country'"}}, "required": ["nights", "share"]}
     rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "stay 2, at 5% off, 100 dollars").strip().splitlines())
-    assert rules["nights"] == '"1" | "2" | "5"'                # integers the request states (100% = 1), within min/max
-    assert rules["share"] == '"0.02" | "0.05" | "1" | "2" | "5" | "100"'  # numbers, "5%" also as 0.05
+    assert rules["nights"] == '"2" | "5"'                      # integers the request states, within min/max
+    assert rules["share"] == '"0.05" | "2" | "100"'            # "5%" as 0.05 only: a number that is not a percentage
     assert "number" in rules["rate-kv"]                          # optional: free (filled, it takes a wrong stated one)
     assert rules["unit"] == '"\\"c\\"" | "\\"f\\""'           # enums from the schema
     assert '"," " " city-1 city-1' in rules["city"] and "place-kv" in rules  # a two-letter state after the comma
@@ -101,3 +101,33 @@ def test_values_the_request_names_for_a_written_parameter_narrow_the_grammar():
     assert props["person_id"]["enum"] == ["77a"] and "enum" not in props["limit"]           # limit: not written
     plain = grammar_schema(schema, "show me the interfaces")["properties"]
     assert plain["interfaceType"]["enum"] == ["svi", "ethernet", "loopback"] and "enum" not in plain["meal"]
+
+
+def test_a_stated_percentage_is_a_fraction_unless_the_parameter_asks_for_a_percentage():
+    schema = {"type": "object", "properties": {
+        "annual_return": {"type": "number", "description": "The annual return rate."},
+        "tax": {"type": "number", "description": "Tax in percent"}, "years": {"type": "integer"}},
+        "required": ["annual_return", "tax", "years"]}
+    props = grammar_schema(schema, "invest $5000 for 5 years at an annual return of 7%, tax 25%")["properties"]
+    assert props["annual_return"]["enum"] == [0.07]          # next to its name: 7% as 0.07
+    assert 0.25 not in props["tax"]["enum"] and 25 in props["tax"]["enum"]
+    assert props["years"]["enum"] == [5]
+
+
+def test_scale_words_and_listed_choices_of_a_promoted_parameter():
+    schema = {"type": "object", "properties": {
+        "outstanding_shares": {"type": "integer"}, "total_payout": {"type": "integer"},
+        "method": {"type": "string", "description": "Choices are 'trapezoid' or 'simpson'."}},
+        "required": ["outstanding_shares", "total_payout"]}
+    props = grammar_schema(schema, "100 million outstanding shares, total payout of 50 million USD, simpson method")["properties"]
+    assert props["outstanding_shares"]["enum"] == [100000000] and props["total_payout"]["enum"] == [50000000]
+    assert props["method"]["enum"] == ["simpson"]
+
+
+def test_a_list_has_at_most_as_many_items_as_the_request_separates():
+    schema = {"type": "object", "properties": {"indexes": {"type": "array", "items": {"type": "string"}},
+                                               "days": {"type": "integer"}}, "required": ["indexes", "days"]}
+    assert grammar_schema(schema, "the S&P 500 and the Dow Jones over 5 days")["properties"]["indexes"]["maxItems"] == 2
+    assert "maxItems" not in grammar_schema(schema)["properties"]["indexes"]  # no request: the plain schema
+    rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "S&P 500 and Dow Jones").strip().splitlines())
+    assert "indexes-kv" in rules and "*" not in rules["indexes"]  # a bounded repetition, no open-ended list

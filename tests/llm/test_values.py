@@ -193,3 +193,9 @@ def test_an_optional_argument_repeating_a_required_value_stated_once_is_dropped(
                                "Adriel's professional experiences, id is 1234") == {"person_id": "1234"}
     kept = {"person_id": "5", "years_experience": 5}  # the request writes 5 twice: both may be meant
     assert normalise_arguments(kept, schema, "id 5, at least 5 years of experience") == kept
+
+
+def test_punctuation_around_a_copied_value_is_trimmed():
+    schema = {"type": "object", "properties": {"year": {"type": "string"}}, "required": ["year"]}
+    assert normalise_arguments({"year": ": 2022"}, schema, "density of Brazil in 2022") == {"year": "2022"}
+    assert normalise_arguments({"year": "(2022)"}, schema, "the (2022) report") == {"year": "(2022)"}  # as written

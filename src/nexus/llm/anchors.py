@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from nexus.llm.values import NAME_FILLER, NUMBER_WORDS, _choices, words
+from nexus.llm.values import NAME_FILLER, NUMBER_WORDS, SCALES, _choices, words
 
 # Words between a parameter's word and its value: "equity of $10", "id is 1234", "id: 3".
 LINKS = frozenset("of is was are be equals equal".split())
@@ -28,7 +28,7 @@ _TOKEN = re.compile(r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]%?|[A-Za-z0-9]%?")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 ID_WORDS = frozenset(("id", "ids", "identifier", "uuid", "number", "no", "num", "code"))
 KEY_WORDS = frozenset(("id", "ids", "identifier", "uuid", "code"))  # name words that say "the value follows me"
-MIN_LISTED = 3  # quoted examples in a description count as a closed list of choices from this many
+MIN_LISTED = 2  # quoted examples in a description count as a list of choices from this many ("'a' or 'b'")
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -39,14 +39,14 @@ def _same_word(a: str, b: str) -> bool:
     return len(short) >= 3 and long.startswith(short) or a == b
 
 
-def stated_choices(schema: Mapping[str, Any], request: str) -> list[str]:
-    """The choices of a string parameter the request names as words (its enum, or a list of at least three quoted
-    examples in its description), in schema order; [] when it names none.
+def stated_choices(schema: Mapping[str, Any], request: str, min_listed: int = MIN_LISTED) -> list[str]:
+    """The choices of a string parameter the request names as words (its enum, or a list of at least `min_listed`
+    quoted examples in its description), in schema order; [] when it names none.
 
     >>> stated_choices({"type": "string", "description": "One of 'breakfast', 'lunch', 'dinner' or 'snack'"}, "as a snack")
     ['snack']
     """
-    listed = isinstance(schema.get("enum"), list) or len(_choices(schema)) >= MIN_LISTED
+    listed = isinstance(schema.get("enum"), list) or len(_choices(schema)) >= min_listed
     if not listed or schema.get("type") not in ("string", None):
         return []
     text = f" {' '.join(words(request))} "
@@ -74,17 +74,19 @@ def _number(token: str) -> float | None:
         return float(match.group(1)) if match else None
 
 
-def _neighbours(tokens: list[str], i: int) -> list[str]:
-    """The words that name what the token at i is: the word before a linking word ("equity of 10", "id is 1234"),
-    else the next word ("two adults") or the word before it. After a link the next word names something else:
-    in "income of 2,000,000, shareholder's equity of 10,000,000" the first number is not the equity."""
+def _neighbours(tokens: list[str], i: int, width: int = 1) -> list[str]:
+    """The words that name what the number at i (`width` tokens: "100 million") is: the word before a linking word
+    ("equity of 10", "id is 1234"), else the next word ("two adults") or the word before it. After a link the next
+    word names something else: in "income of 2,000,000, shareholder's equity of 10,000,000" the first number is
+    not the equity."""
     if i >= 2 and tokens[i - 1] in LINKS:
         return [tokens[i - 2]]
-    return tokens[i + 1:i + 2] + tokens[max(0, i - 1):i]
+    return tokens[i + width:i + width + 1] + tokens[max(0, i - 1):i]
 
 
 def anchored_numbers(name: str, request: str) -> list[float]:
-    """The numbers the request writes right next to a word of the parameter's name, in request order.
+    """The numbers the request writes right next to a word of the parameter's name, in request order ("8%" as 8
+    and 0.08, "100 million" as 100000000).
 
     >>> anchored_numbers("shareholder_equity", "net income of $2,000,000 and shareholder's equity of $10,000,000")
     [10000000.0]
@@ -95,14 +97,17 @@ def anchored_numbers(name: str, request: str) -> list[float]:
     tokens = _request_tokens(request)
     found: list[float] = []
     for i, token in enumerate(tokens):
-        parts = token.split("-") if "-" in token and not token.startswith("-") else [token]
+        parts = token.split("-") if "-" in token else [token]
         number = _number(parts[0].rstrip("%"))
         if number is None:
             continue
-        near = parts[1:2] + _neighbours(tokens, i)  # "2-bedroom": the word glued by a hyphen comes first
+        scale = SCALES.get(tokens[i + 1], 1.0) if i + 1 < len(tokens) else 1.0
+        near = parts[1:2] + _neighbours(tokens, i, 2 if scale != 1.0 else 1)  # "2-bedroom": the glued word first
         if any(_same_word(w, n.rstrip("%")) for w in own for n in near):
-            # "8%" may be 8 or 0.08: the schema's description decides, so both stay
-            found += [v for v in ((number, number / 100) if token.endswith("%") else (number,)) if v not in found]
+            # "8%" may be 8 or 0.08: the schema decides (`nexus.llm.values.wants_fraction`)
+            percent = token.endswith("%") or tokens[i + 1:i + 2] == ["percent"]
+            values = (number, number / 100) if percent else (number * scale,)
+            found += [v for v in values if v not in found]
     return found
 
 
@@ -127,3 +132,16 @@ def anchored_ids(name: str, request: str) -> list[str]:
         if any(_same_word(w, before) or w == before for w in own) and raw[i] not in found:
             found.append(raw[i])
     return found
+
+
+_SEPARATORS = re.compile(r"[,;]|\b(?:and|or)\b", re.I)
+
+
+def max_list_items(request: str) -> int:
+    """At most how many items a list copied from the request has: its separators (commas, semicolons, "and",
+    "or") plus one. A small model that starts a list repeats its items until the token cap cuts the call off.
+
+    >>> max_list_items("the S&P 500 and the Dow Jones"), max_list_items("cash flows [-500, 100, 150]")
+    (2, 3)
+    """
+    return len(_SEPARATORS.findall(request or "")) + 1

@@ -71,9 +71,11 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     required top-level number taken from the numbers the request states, when it states any (optional numbers
     stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Validation still checks
     the tool's own schema; this only narrows what the model may write."""
-    from nexus.llm.values import mentioned, request_numbers
+    from nexus.llm import anchors
+    from nexus.llm.values import mentioned, percent_only, request_numbers
 
     out = normalise_schema(schema)
+    percents = percent_only(request) if request else set()
     props = out.get("properties") if isinstance(out.get("properties"), dict) else {}
     numbers = sorted(request_numbers(request)) if request else []
     required = set(out.get("required") or [])
@@ -85,7 +87,11 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     for name, sub in props.items():
         if not isinstance(sub, dict) or "pattern" in sub:
             continue
-        anchored = _anchored(name, sub, request) if request and name in written else []
+        if request and sub.get("type") == "array" and "maxItems" not in sub and _scalar_items(sub):
+            sub["maxItems"] = max(anchors.max_list_items(request), int(sub.get("minItems", 1)))
+        anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
+        if sub.get("type") == "number" and percents:
+            anchored = _as_fractions(anchored, sub, percents)
         if anchored:  # what the request names for this very parameter (`nexus.llm.anchors`)
             sub["enum"] = anchored
             sub.pop("format", None)
@@ -106,15 +112,32 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
         elif kind in ("number", "integer") and numbers and name in required:
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
             options = [n for n in numbers if (kind == "number" or n == int(n)) and low <= n <= high]
-            options = [int(n) if n == int(n) else n for n in options]
+            options = [int(n) if n == int(n) else n for n in _as_fractions(options, sub, percents)]
             if options:
                 sub["enum"] = options
     return out
 
 
-def _anchored(name: str, schema: Mapping[str, Any], request: str) -> list[Any]:
+def _scalar_items(schema: Mapping[str, Any]) -> bool:
+    items = schema.get("items")
+    return isinstance(items, Mapping) and items.get("type") in ("string", "number", "integer") and "enum" not in items
+
+
+def _as_fractions(options: list[Any], schema: Mapping[str, Any], percents: set[float]) -> list[Any]:
+    """Options without the bare number of a stated percentage when the parameter takes fractions (8% is 0.08:
+    the model writes 8 when offered both — measured), or without the fraction when it asks for a percentage."""
+    from nexus.llm.values import wants_fraction
+
+    fraction = wants_fraction(schema)
+    drop = percents if fraction else {p / 100 for p in percents}
+    kept = [o for o in options if o not in drop]
+    return kept if kept else options
+
+
+def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool = False) -> list[Any]:
     """The values a written parameter takes from words of the request that name it: the choices it names (an enum
-    or a listed choice), the numbers next to a word of its name (within its range), an identifier after it."""
+    or listed choices; one listed choice is enough for a parameter promoted because the request names it), the
+    numbers next to a word of its name (within its range), an identifier after it."""
     from nexus.llm import anchors
 
     kind = schema.get("type")
@@ -124,7 +147,7 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str) -> list[Any]:
         return [int(n) if n == int(n) else n for n in numbers]
     if kind not in ("string", None):
         return []
-    choices = anchors.stated_choices(schema, request)
+    choices = anchors.stated_choices(schema, request, 1 if promoted else anchors.MIN_LISTED)
     if choices or "enum" in schema:
         return choices
     return anchors.anchored_ids(name, request)

@@ -256,16 +256,53 @@ def is_path_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     return schema.get("type") in ("string", None) and "enum" not in schema and bool(PATH_NAME.search(name))
 
 
-def request_numbers(request: str) -> set[float]:
-    found: set[float] = set()
-    for token in _NUMBER.findall(request or ""):
+SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_AFTER_NUMBER = re.compile(r"\s*(%|percent\b|thousand\b|million\b|billion\b|trillion\b)?", re.I)
+
+
+def _numbers(request: str) -> list[tuple[float, str]]:
+    """Each number the request writes in digits, with the word that follows it: "%", a scale word or ""."""
+    out = []
+    for match in _NUMBER.finditer(request or ""):
         try:
-            number = float(token.replace(",", ""))
+            number = float(match.group(0).replace(",", ""))
         except ValueError:
             continue
-        found |= {number, number / 100}  # "8%" may be 0.08
+        after = _AFTER_NUMBER.match(request, match.end()).group(1) or ""
+        out.append((number, "%" if after in ("%", "percent") else after.lower()))
+    return out
+
+
+def request_numbers(request: str) -> set[float]:
+    """The numbers the request states: digits, number words, "8%" also as 0.08, "213 million" as 213000000.
+
+    >>> sorted(request_numbers("8% of 2.5 million, twice"))
+    [0.08, 2.0, 2.5, 8.0, 2500000.0]
+    """
+    found: set[float] = set()
+    for number, after in _numbers(request):
+        found.add(number)
+        if after == "%":
+            found.add(number / 100)
+        elif after in SCALES:
+            found.add(number * SCALES[after])
     found |= {float(NUMBER_WORDS[w]) for w in words(request) if w in NUMBER_WORDS}
     return found
+
+
+PERCENT_HINT = re.compile(r"percent|%", re.I)
+
+
+def percent_only(request: str) -> set[float]:
+    """The numbers the request writes only as percentages ("8%": 8, not also written plain)."""
+    numbers = _numbers(request)
+    return {n for n, after in numbers if after == "%"} - {n for n, after in numbers if after != "%"}
+
+
+def wants_fraction(schema: Mapping[str, Any]) -> bool:
+    """Whether a stated percentage is passed as a fraction (0.08 for 8%): a `number` parameter whose description
+    does not ask for a percentage. APIs take rates as fractions unless they say otherwise."""
+    return schema.get("type") == "number" and not PERCENT_HINT.search(str(schema.get("description", "")))
 
 
 def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None = None) -> bool:
@@ -405,6 +442,17 @@ def whole_quote(value: str, request: str) -> str:
     return value
 
 
+def trimmed(value: str, request: str) -> str:
+    """`value` without the punctuation the model put around it (`": 2022"`), when the request writes the rest and
+    not `value` itself.
+
+    >>> trimmed(": 2022", "Brazil in 2022"), trimmed("C#", "C# major")
+    ('2022', 'C#')
+    """
+    core = value.strip(" :;,.{}[]()\"'")
+    return core if core and core != value and value not in (request or "") and core in (request or "") else value
+
+
 def whole_word(value: str, request: str) -> str:
     """The whole word of the request when `value` stops inside it (the model cut "AGTCGATCGAACGTACGTACG" short);
     `value` otherwise, also when the request writes `value` on its own somewhere.
@@ -439,7 +487,7 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
         sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
         value = normalise_value(name, sub, value)
         if isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
-            value = whole_word(whole_quote(value, request), request)
+            value = whole_word(whole_quote(trimmed(value, request), request), request)
         if drop_unstated and name not in required and not stated(name, value, request, sub):
             continue
         out[name] = value
