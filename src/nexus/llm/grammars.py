@@ -89,6 +89,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             continue
         if request and sub.get("type") == "array" and "maxItems" not in sub and _scalar_items(sub):
             sub["maxItems"] = max(anchors.max_list_items(request), int(sub.get("minItems", 1)))
+            if name in required:  # the model writes [] for "data: 85, 90, 88"; a required list has items
+                sub.setdefault("minItems", 1)
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if sub.get("type") == "number" and percents:
             anchored = _as_fractions(anchored, sub, percents)
@@ -155,13 +157,16 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
 
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
     """The values a required string parameter can take from the request, when it asks for a kind of value the
-    request states: its time zones (a zone parameter), clock times (HH:MM), dates (YYYY-MM-DD) or file paths."""
-    from nexus.llm import values
+    request states: its time zones (a zone parameter), currencies (ISO codes), clock times (HH:MM), dates
+    (YYYY-MM-DD) or file paths."""
+    from nexus.llm import currencies, values
 
     if schema.get("type") not in ("string", None):
         return []
     if values.is_zone_parameter(name, schema):
         return values.request_zones(request)
+    if currencies.is_currency_parameter(name, schema):
+        return currencies.request_currencies(request)
     fmt = "date" if schema.get("format") == "date" else values.value_format(schema)
     if fmt == "time":
         return sorted(values.request_times(request))
