@@ -16,7 +16,8 @@ from nexus.llm.anchors import anchored_ids, anchored_numbers, stated_choices
     ("podId", "on node 1200 and pod 3", [3.0]),
     ("interest_rate", "at an interest rate of 8%", [8.0, 0.08]),
     ("outstanding_shares", "100 million outstanding shares", [100000000.0]),
-    ("radius", "within 50km of Denver", []),      # a unit is not the parameter's word
+    ("radius", "within 50km of Denver", []),
+    ("discount_rate", "cash flows [-500, 1500] discounted at 8%", []),  # "1500] discounted": not next to it      # a unit is not the parameter's word
     ("amount", "the 5 tallest mountains", []),    # nothing names it: the grammar's other rules apply
 ])
 def test_numbers_next_to_a_word_of_the_name(name, request_text, numbers):

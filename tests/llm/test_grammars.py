@@ -131,3 +131,13 @@ def test_a_list_has_at_most_as_many_items_as_the_request_separates():
     assert "maxItems" not in grammar_schema(schema)["properties"]["indexes"]  # no request: the plain schema
     rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "S&P 500 and Dow Jones").strip().splitlines())
     assert "indexes-kv" in rules and "*" not in rules["indexes"]  # a bounded repetition, no open-ended list
+
+
+def test_the_one_stated_percentage_is_the_rate():
+    schema = {"type": "object", "properties": {"cash_flows": {"type": "array", "items": {"type": "integer"}},
+                                               "discount_rate": {"type": "number", "description": "The annual interest rate."}},
+              "required": ["cash_flows", "discount_rate"]}
+    props = grammar_schema(schema, "NPV of cash flows [-50000, 10000, 15000] discounted at 8% annually")["properties"]
+    assert props["discount_rate"]["enum"] == [0.08]
+    two = grammar_schema(schema, "flows [100, 200] at 8% or 9%")["properties"]["discount_rate"]["enum"]
+    assert 0.08 in two and 0.09 in two and 200 in two  # two percentages: the request's numbers, as before

@@ -199,3 +199,11 @@ def test_punctuation_around_a_copied_value_is_trimmed():
     schema = {"type": "object", "properties": {"year": {"type": "string"}}, "required": ["year"]}
     assert normalise_arguments({"year": ": 2022"}, schema, "density of Brazil in 2022") == {"year": "2022"}
     assert normalise_arguments({"year": "(2022)"}, schema, "the (2022) report") == {"year": "(2022)"}  # as written
+
+
+def test_an_optional_list_repeating_a_required_list_is_dropped():
+    schema = {"type": "object", "properties": {"cash_flows": {"type": "array"}, "years": {"type": "array"}},
+              "required": ["cash_flows"]}
+    flows = [-50000, 10000, 15000]
+    assert normalise_arguments({"cash_flows": flows, "years": flows}, schema, "flows [-50000, 10000, 15000]") == \
+        {"cash_flows": flows}

@@ -59,9 +59,13 @@ def _own_words(name: str) -> list[str]:
     return own or [w for w in words(name) if w in KEY_WORDS]
 
 
-def _request_tokens(request: str) -> list[str]:
-    """The request's words and numbers, lower case, thousands separators dropped ("$2,000,000" -> "2000000")."""
-    return [t.lower() for t in _TOKEN.findall(_THOUSANDS.sub("", request or ""))]
+def _request_tokens(request: str) -> tuple[list[str], list[bool]]:
+    """The request's words and numbers, lower case, thousands separators dropped ("$2,000,000" -> "2000000"), and
+    for each whether only spaces part it from the next ("15000] discounted": not)."""
+    text = _THOUSANDS.sub("", request or "")
+    matches = list(_TOKEN.finditer(text))
+    spaced = [not text[m.end():n.start()].strip() for m, n in zip(matches, matches[1:])] + [False]
+    return [m.group(0).lower() for m in matches], spaced
 
 
 def _number(token: str) -> float | None:
@@ -74,14 +78,15 @@ def _number(token: str) -> float | None:
         return float(match.group(1)) if match else None
 
 
-def _neighbours(tokens: list[str], i: int, width: int = 1) -> list[str]:
+def _neighbours(tokens: list[str], spaced: list[bool], i: int, width: int = 1) -> list[str]:
     """The words that name what the number at i (`width` tokens: "100 million") is: the word before a linking word
     ("equity of 10", "id is 1234"), else the next word ("two adults") or the word before it. After a link the next
     word names something else: in "income of 2,000,000, shareholder's equity of 10,000,000" the first number is
     not the equity."""
     if i >= 2 and tokens[i - 1] in LINKS:
         return [tokens[i - 2]]
-    return tokens[i + width:i + width + 1] + tokens[max(0, i - 1):i]
+    after = tokens[i + width:i + width + 1] if spaced[i + width - 1] else []
+    return after + tokens[max(0, i - 1):i]
 
 
 def anchored_numbers(name: str, request: str) -> list[float]:
@@ -94,7 +99,7 @@ def anchored_numbers(name: str, request: str) -> list[float]:
     ([2.0], [])
     """
     own = _own_words(name)
-    tokens = _request_tokens(request)
+    tokens, spaced = _request_tokens(request)
     found: list[float] = []
     for i, token in enumerate(tokens):
         parts = token.split("-") if "-" in token else [token]
@@ -102,7 +107,7 @@ def anchored_numbers(name: str, request: str) -> list[float]:
         if number is None:
             continue
         scale = SCALES.get(tokens[i + 1], 1.0) if i + 1 < len(tokens) else 1.0
-        near = parts[1:2] + _neighbours(tokens, i, 2 if scale != 1.0 else 1)  # "2-bedroom": the glued word first
+        near = parts[1:2] + _neighbours(tokens, spaced, i, 2 if scale != 1.0 else 1)  # "2-bedroom": the glued word first
         if any(_same_word(w, n.rstrip("%")) for w in own for n in near):
             # "8%" may be 8 or 0.08: the schema decides (`nexus.llm.values.wants_fraction`)
             percent = token.endswith("%") or tokens[i + 1:i + 2] == ["percent"]

@@ -72,7 +72,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Validation still checks
     the tool's own schema; this only narrows what the model may write."""
     from nexus.llm import anchors
-    from nexus.llm.values import mentioned, percent_only, request_numbers
+    from nexus.llm.values import is_rate_parameter, mentioned, percent_only, request_numbers
 
     out = normalise_schema(schema)
     percents = percent_only(request) if request else set()
@@ -93,6 +93,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
                 sub.setdefault("minItems", 1)
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if sub.get("type") == "number" and percents:
+            if not anchored and name in written and len(percents) == 1 and is_rate_parameter(name, sub):  # the one percentage is the rate
+                anchored = [next(iter(percents)), next(iter(percents)) / 100]
             anchored = _as_fractions(anchored, sub, percents)
         if anchored:  # what the request names for this very parameter (`nexus.llm.anchors`)
             sub["enum"] = anchored

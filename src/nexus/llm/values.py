@@ -15,6 +15,7 @@ the result against the full JSON Schema afterwards.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date
 from functools import lru_cache
@@ -291,6 +292,12 @@ def request_numbers(request: str) -> set[float]:
 
 
 PERCENT_HINT = re.compile(r"percent|%", re.I)
+RATE_HINT = re.compile(r"rate|percent|ratio|%", re.I)
+
+
+def is_rate_parameter(name: str, schema: Mapping[str, Any]) -> bool:
+    """A number parameter that takes a rate or a percentage (by its name or description)."""
+    return schema.get("type") == "number" and bool(RATE_HINT.search(name) or RATE_HINT.search(str(schema.get("description", ""))))
 
 
 def percent_only(request: str) -> set[float]:
@@ -471,9 +478,15 @@ def whole_word(value: str, request: str) -> str:
 
 def _said(value: Any) -> str | None:
     """A number or string value as the request would write it ("1234" for 1234 and "1234"); None for others."""
+    if isinstance(value, list) and value:  # a list copied into two parameters ("years" filled with the cash flows)
+        return json.dumps([_said(v) for v in value])
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     return str(int(value)) if isinstance(value, float) and value == int(value) else str(value)
+
+
+def _said_twice(text: str, request: str) -> bool:
+    return len(re.findall(rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)", request or "")) > 1
 
 
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
@@ -494,7 +507,7 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
     if drop_unstated:  # a value the request states once belongs to one parameter: the required one keeps it
         given = {_said(v) for n, v in out.items() if n in required}
         out = {n: v for n, v in out.items() if n in required or _said(v) not in given or _said(v) is None
-               or len(re.findall(rf"(?<![\w.]){re.escape(_said(v))}(?![\w]|\.\d)", request or "")) > 1}
+               or isinstance(v, str | int | float) and _said_twice(_said(v), request)}
     if drop_unstated:  # a flag the request names is set from the request, also when the model left it out
         for name, sub in props.items():
             flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None
