@@ -139,14 +139,16 @@ def anchored_ids(name: str, request: str) -> list[str]:
     return found
 
 
-_SEPARATORS = re.compile(r"[,;]|\b(?:and|or)\b", re.I)
+_SEPARATORS = re.compile(r"[,;\n]|\b(?:and|or)\b", re.I)
 
 
 def max_list_items(request: str) -> int:
-    """At most how many items a list copied from the request has: its separators (commas, semicolons, "and",
-    "or") plus one. A small model that starts a list repeats its items until the token cap cuts the call off.
+    """At most how many items a list copied from the request has: its separators (commas, semicolons, line
+    breaks, "and", "or") plus one. A small model that starts a list repeats its items until the token cap cuts the call off.
 
     >>> max_list_items("the S&P 500 and the Dow Jones"), max_list_items("cash flows [-500, 100, 150]")
     (2, 3)
+    >>> max_list_items("objects:\nRed logo.\nGreen logo.\nBlack logo.")
+    4
     """
     return len(_SEPARATORS.findall(request or "")) + 1
