@@ -148,7 +148,7 @@ def max_list_items(request: str) -> int:
 
     >>> max_list_items("the S&P 500 and the Dow Jones"), max_list_items("cash flows [-500, 100, 150]")
     (2, 3)
-    >>> max_list_items("objects:\nRed logo.\nGreen logo.\nBlack logo.")
+    >>> max_list_items("objects:\\nRed logo.\\nGreen logo.\\nBlack logo.")
     4
     """
     return len(_SEPARATORS.findall(request or "")) + 1
