@@ -160,8 +160,8 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
     """The values a required string parameter can take from the request, when it asks for a kind of value the
     request states: its time zones (a zone parameter), currencies (ISO codes), clock times (HH:MM), dates
-    (YYYY-MM-DD) or file paths."""
-    from nexus.llm import currencies, values
+    (YYYY-MM-DD, or the layout its description spells out) or file paths."""
+    from nexus.llm import currencies, layouts, values
 
     if schema.get("type") not in ("string", None):
         return []
@@ -169,6 +169,9 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
         return values.request_zones(request)
     if currencies.is_currency_parameter(name, schema):
         return currencies.request_currencies(request)
+    layout = layouts.date_layout(schema)
+    if layout:
+        return layouts.request_dates_in(layout, request)
     fmt = "date" if schema.get("format") == "date" else values.value_format(schema)
     if fmt == "time":
         return sorted(values.request_times(request))

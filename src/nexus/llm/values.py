@@ -21,6 +21,8 @@ from datetime import date
 from functools import lru_cache
 from typing import Any, Mapping
 
+from nexus.llm.layouts import date_layout, request_dates_in, to_layout
+
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
@@ -322,6 +324,9 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
     if isinstance(value, (int, float)):
         return float(value) in request_numbers(request)
     fmt = value_format(schema) if isinstance(value, str) and schema else None
+    layout = date_layout(schema) if isinstance(value, str) and schema else None
+    if layout:
+        return value in request_dates_in(layout, request)
     if fmt == "date":
         dates = request_dates(request)
         return value in dates or value[5:] in dates
@@ -377,7 +382,7 @@ def mentioned(name: str, schema: Mapping[str, Any], request: str) -> bool:
     if any(words(c) and f" {' '.join(words(c))} " in text for c in _choices(schema)):
         return True
     fmt = value_format(schema)
-    if fmt == "date" and request_dates(request) or fmt == "time" and request_times(request):
+    if (fmt == "date" or date_layout(schema)) and request_dates(request) or fmt == "time" and request_times(request):
         return True
     return "year" in words(name) and schema.get("type") in ("integer", "number", "string") and bool(YEAR.search(request))
 
@@ -499,7 +504,10 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
     for name, value in arguments.items():
         sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
         value = normalise_value(name, sub, value)
-        if isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
+        layout = date_layout(sub) if isinstance(value, str) else None
+        if layout:  # a date in the layout the description spells out ("MM/DD/YYYY")
+            value = to_layout(value, layout, request)
+        elif isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
             value = whole_word(whole_quote(trimmed(value, request), request), request)
         if drop_unstated and name not in required and not stated(name, value, request, sub):
             continue
