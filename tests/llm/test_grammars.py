@@ -141,3 +141,10 @@ def test_the_one_stated_percentage_is_the_rate():
     assert props["discount_rate"]["enum"] == [0.08]
     two = grammar_schema(schema, "flows [100, 200] at 8% or 9%")["properties"]["discount_rate"]["enum"]
     assert 0.08 in two and 0.09 in two and 200 in two  # two percentages: the request's numbers, as before
+
+
+def test_numbers_anchored_to_several_parameters_anchor_none():
+    schema = {"type": "object", "properties": {f"side{i}": {"type": "number"} for i in (1, 2, 3)},
+              "required": ["side1", "side2", "side3"]}
+    props = grammar_schema(schema, "the lengths of its three sides: 3, 4, and 5")["properties"]
+    assert props["side1"]["enum"] == props["side3"]["enum"] == [3, 4, 5]  # the request's numbers, not [3] each

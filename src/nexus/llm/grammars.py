@@ -84,6 +84,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
         if promoted:
             out["required"] = [n for n in props if n in required or n in promoted]
     written = set(out.get("required") or [])
+    shared = _shared_anchors(props, written, request) if request else set()
     for name, sub in props.items():
         if not isinstance(sub, dict) or "pattern" in sub:
             continue
@@ -92,6 +93,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             if name in required:  # the model writes [] for "data: 85, 90, 88"; a required list has items
                 sub.setdefault("minItems", 1)
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
+        if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
+            anchored = []
         if sub.get("type") == "number" and percents:
             if not anchored and name in written and len(percents) == 1 and is_rate_parameter(name, sub):  # the one percentage is the rate
                 anchored = [next(iter(percents)), next(iter(percents)) / 100]
@@ -120,6 +123,27 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             if options:
                 sub["enum"] = options
     return out
+
+
+def _shared_anchors(props: Mapping[str, Any], written: set[str], request: str) -> set[str]:
+    """Written number and identifier parameters whose anchored values another one has too (their name words
+    differ only in what the request does not say: side1, side2, side3 for "sides")."""
+    from nexus.llm import anchors
+
+    seen: dict[str, list[str]] = {}
+    for name in written:
+        sub = props.get(name)
+        if not isinstance(sub, Mapping):
+            continue
+        if sub.get("type") in ("number", "integer"):
+            values = anchors.anchored_numbers(name, request)
+        elif sub.get("type") in ("string", None) and "enum" not in sub:
+            values = anchors.anchored_ids(name, request)
+        else:
+            continue
+        if values:
+            seen.setdefault(repr(values), []).append(name)
+    return {name for names in seen.values() if len(names) > 1 for name in names}
 
 
 def _scalar_items(schema: Mapping[str, Any]) -> bool:
