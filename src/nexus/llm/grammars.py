@@ -67,10 +67,12 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, and (given the request) every
     optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, each required time
-    zone, clock time, date or file path taken from those the request states (`_stated_choices`), and each
+    zone, currency, clock time, date or file path taken from those the request states (`_stated_choices`), and each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
-    stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Validation still checks
-    the tool's own schema; this only narrows what the model may write."""
+    stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Each
+    written parameter takes what the request ties to it when it ties anything (`_anchored`: a choice it names, a
+    number next to its name, an id after it), and a list of scalars has at most as many items as the request
+    separates. Validation still checks the tool's own schema; this only narrows what the model may write."""
     from nexus.llm import anchors
     from nexus.llm.values import is_rate_parameter, mentioned, percent_only, request_numbers
 
