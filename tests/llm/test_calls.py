@@ -175,7 +175,7 @@ def test_numbers_the_request_states_constrain_required_numbers_in_the_grammar(re
         "city": {"type": "string"}, "days": {"type": "integer"}, "hour": {"type": "integer"}}, "required": ["days"]}, "s")
     registry.set_source("f", [forecast])
     backend = ScriptedBackend(arguments=['{"days": 3}'])
-    ToolCaller(backend, registry).call("weather in Oslo for 3 or 4 days", decision(Action.ROUTE, "forecast"))
+    ToolCaller(backend, registry).call("weather in Oslo, 3 or 4 please", decision(Action.ROUTE, "forecast"))
     rules = dict(line.split(" ::= ", 1) for line in backend.calls[-1][2].strip().splitlines())
     assert rules["days"] == '"3" | "4"'  # integers only: 0.03 and 0.04 are not integers
     assert "integer" in rules["hour-kv"]  # optional: left free

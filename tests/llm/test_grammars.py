@@ -44,9 +44,9 @@ def test_request_numbers_and_city_state_formats_shape_the_grammar_not_the_schema
         "unit": {"type": "string", "enum": ["c", "f"]},
         "city": {"type": "string", "description": "in the format of 'City, State', e.g. 'Austin, TX'"},
         "place": {"type": "string", "description": "'City, State' or 'City, Country'"}}, "required": ["nights", "share"]}
-    rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "2 nights at 5% off, 100 dollars").strip().splitlines())
-    assert rules["nights"] == '"1" | "2" | "5"'                # integers the request states (100% = 1), within min/max
-    assert rules["share"] == '"0.02" | "0.05" | "1" | "2" | "5" | "100"'  # numbers, "5%" also as 0.05
+    rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "stay 2, at 5% off, 100 dollars").strip().splitlines())
+    assert rules["nights"] == '"2" | "5"'                      # integers the request states, within min/max
+    assert rules["share"] == '"0.05" | "2" | "100"'            # "5%" as 0.05 only: a number that is not a percentage
     assert "number" in rules["rate-kv"]                          # optional: free (filled, it takes a wrong stated one)
     assert rules["unit"] == '"\\"c\\"" | "\\"f\\""'           # enums from the schema
     assert '"," " " city-1 city-1' in rules["city"] and "place-kv" in rules  # a two-letter state after the comma
@@ -64,7 +64,7 @@ def test_optional_parameters_the_request_mentions_must_be_written():
         "required": ["where_to"]}
     shaped = grammar_schema(schema, "A house in Austin with laundry service for 2 adults, by transit, at 5:30pm")
     assert shaped["required"] == ["where_to", "has_laundry_service", "number_of_adults", "mode", "show_time"]
-    assert "enum" not in shaped["properties"]["number_of_adults"]  # promoted, not required: its number stays free
+    assert shaped["properties"]["number_of_adults"]["enum"] == [2]  # promoted: the number written next to its name
     assert grammar_schema(schema, "A house in Austin")["required"] == ["where_to"]
     assert schema["required"] == ["where_to"]                      # the tool's own schema is untouched
 
@@ -82,3 +82,69 @@ def test_required_zones_times_dates_and_paths_come_from_the_request():
     assert props["path"]["enum"] == ["out/log.txt"] and "enum" not in props["note"]  # free text stays free
     free = grammar_schema(schema, "convert the time for me")["properties"]  # nothing stated: nothing narrowed
     assert not any("enum" in sub for sub in free.values()) and free["day"]["format"] == "date"
+
+
+def test_values_the_request_names_for_a_written_parameter_narrow_the_grammar():
+    schema = {"type": "object", "properties": {
+        "interfaceType": {"type": "string", "enum": ["svi", "ethernet", "loopback"]},
+        "infoType": {"type": "string", "enum": ["interfaces", "status"]},
+        "meal": {"type": "string", "description": "Options include 'breakfast', 'lunch', 'dinner', or 'snack'."},
+        "unit": {"type": "string", "enum": ["grams", "ounces"], "default": "grams"},
+        "nodeId": {"type": "integer"}, "number_of_adults": {"type": "integer"}, "person_id": {"type": "string"},
+        "limit": {"type": "integer"}},
+        "required": ["interfaceType", "infoType", "meal", "nodeId", "number_of_adults", "person_id"]}
+    props = grammar_schema(schema, "Status of the Ethernet interface on node 1200 for two adults at 9am, "
+                                   "16 ounces as a snack, id is 77a")["properties"]
+    assert props["interfaceType"]["enum"] == ["ethernet"] and props["infoType"]["enum"] == ["status"]
+    assert props["meal"]["enum"] == ["snack"] and props["unit"]["enum"] == ["ounces"]  # unit: promoted, then narrowed
+    assert props["nodeId"]["enum"] == [1200] and props["number_of_adults"]["enum"] == [2]  # not 9 (am), not 16
+    assert props["person_id"]["enum"] == ["77a"] and "enum" not in props["limit"]           # limit: not written
+    plain = grammar_schema(schema, "show me the interfaces")["properties"]
+    assert plain["interfaceType"]["enum"] == ["svi", "ethernet", "loopback"] and "enum" not in plain["meal"]
+
+
+def test_a_stated_percentage_is_a_fraction_unless_the_parameter_asks_for_a_percentage():
+    schema = {"type": "object", "properties": {
+        "annual_return": {"type": "number", "description": "The annual return rate."},
+        "tax": {"type": "number", "description": "Tax in percent"}, "years": {"type": "integer"}},
+        "required": ["annual_return", "tax", "years"]}
+    props = grammar_schema(schema, "invest $5000 for 5 years at an annual return of 7%, tax 25%")["properties"]
+    assert props["annual_return"]["enum"] == [0.07]          # next to its name: 7% as 0.07
+    assert 0.25 not in props["tax"]["enum"] and 25 in props["tax"]["enum"]
+    assert props["years"]["enum"] == [5]
+
+
+def test_scale_words_and_listed_choices_of_a_promoted_parameter():
+    schema = {"type": "object", "properties": {
+        "outstanding_shares": {"type": "integer"}, "total_payout": {"type": "integer"},
+        "method": {"type": "string", "description": "Choices are 'trapezoid' or 'simpson'."}},
+        "required": ["outstanding_shares", "total_payout"]}
+    props = grammar_schema(schema, "100 million outstanding shares, total payout of 50 million USD, simpson method")["properties"]
+    assert props["outstanding_shares"]["enum"] == [100000000] and props["total_payout"]["enum"] == [50000000]
+    assert props["method"]["enum"] == ["simpson"]
+
+
+def test_a_list_has_at_most_as_many_items_as_the_request_separates():
+    schema = {"type": "object", "properties": {"indexes": {"type": "array", "items": {"type": "string"}},
+                                               "days": {"type": "integer"}}, "required": ["indexes", "days"]}
+    assert grammar_schema(schema, "the S&P 500 and the Dow Jones over 5 days")["properties"]["indexes"]["maxItems"] == 2
+    assert "maxItems" not in grammar_schema(schema)["properties"]["indexes"]  # no request: the plain schema
+    rules = dict(line.split(" ::= ", 1) for line in arguments_gbnf(schema, "S&P 500 and Dow Jones").strip().splitlines())
+    assert "indexes-kv" in rules and "*" not in rules["indexes"]  # a bounded repetition, no open-ended list
+
+
+def test_the_one_stated_percentage_is_the_rate():
+    schema = {"type": "object", "properties": {"cash_flows": {"type": "array", "items": {"type": "integer"}},
+                                               "discount_rate": {"type": "number", "description": "The annual interest rate."}},
+              "required": ["cash_flows", "discount_rate"]}
+    props = grammar_schema(schema, "NPV of cash flows [-50000, 10000, 15000] discounted at 8% annually")["properties"]
+    assert props["discount_rate"]["enum"] == [0.08]
+    two = grammar_schema(schema, "flows [100, 200] at 8% or 9%")["properties"]["discount_rate"]["enum"]
+    assert 0.08 in two and 0.09 in two and 200 in two  # two percentages: the request's numbers, as before
+
+
+def test_numbers_anchored_to_several_parameters_anchor_none():
+    schema = {"type": "object", "properties": {f"side{i}": {"type": "number"} for i in (1, 2, 3)},
+              "required": ["side1", "side2", "side3"]}
+    props = grammar_schema(schema, "the lengths of its three sides: 3, 4, and 5")["properties"]
+    assert props["side1"]["enum"] == props["side3"]["enum"] == [3, 4, 5]  # the request's numbers, not [3] each

@@ -8,7 +8,7 @@ import pytest
 
 from nexus.llm.values import (flag_in_request, is_path_parameter, is_zone_parameter, mentioned, normalise_arguments,
                               normalise_value, request_dates, request_full_dates, request_paths, request_zones, stated,
-                              to_hh_mm, to_iso_date, to_zone, value_format, whole_quote)
+                              to_hh_mm, to_iso_date, to_zone, value_format, whole_quote, whole_word)
 
 ZONE = {"type": "string", "description": "IANA timezone name (e.g., 'America/New_York', 'Europe/London')."}
 
@@ -175,3 +175,35 @@ def test_request_paths_and_dates_as_a_grammar_can_offer_them():
     assert request_full_dates("May 1st 2023 or June 2nd 2024, or July 4th") == []  # which year for July 4th?
     assert is_path_parameter("repo_path", {"type": "string"}) and is_path_parameter("file", {"type": "string"})
     assert not is_path_parameter("pathway", {"type": "string"}) and not is_path_parameter("path", {"type": "integer"})
+
+
+def test_a_value_cut_off_inside_a_word_is_completed():
+    request_text = "Analyze the sequence 'AGTCGATCGAACGTACGTACG' against 'AGTCCATCGAACGTACGTACG'"
+    schema = {"type": "object", "properties": {"sequence": {"type": "string"}}, "required": ["sequence"]}
+    assert normalise_arguments({"sequence": "AGTCGATCGAACGTACG"}, schema, request_text) == \
+        {"sequence": "AGTCGATCGAACGTACGTACG"}
+    assert whole_word("Paris", "Parisian food in Paris") == "Paris"  # the request also writes it whole
+    assert whole_word("Lo", "Los Angeles") == "Lo"                    # too short to tell
+
+
+def test_an_optional_argument_repeating_a_required_value_stated_once_is_dropped():
+    schema = {"type": "object", "properties": {"person_id": {"type": "string"}, "years_experience": {"type": "integer"}},
+              "required": ["person_id"]}
+    assert normalise_arguments({"person_id": "1234", "years_experience": 1234}, schema,
+                               "Adriel's professional experiences, id is 1234") == {"person_id": "1234"}
+    kept = {"person_id": "5", "years_experience": 5}  # the request writes 5 twice: both may be meant
+    assert normalise_arguments(kept, schema, "id 5, at least 5 years of experience") == kept
+
+
+def test_punctuation_around_a_copied_value_is_trimmed():
+    schema = {"type": "object", "properties": {"year": {"type": "string"}}, "required": ["year"]}
+    assert normalise_arguments({"year": ": 2022"}, schema, "density of Brazil in 2022") == {"year": "2022"}
+    assert normalise_arguments({"year": "(2022)"}, schema, "the (2022) report") == {"year": "(2022)"}  # as written
+
+
+def test_an_optional_list_repeating_a_required_list_is_dropped():
+    schema = {"type": "object", "properties": {"cash_flows": {"type": "array"}, "years": {"type": "array"}},
+              "required": ["cash_flows"]}
+    flows = [-50000, 10000, 15000]
+    assert normalise_arguments({"cash_flows": flows, "years": flows}, schema, "flows [-50000, 10000, 15000]") == \
+        {"cash_flows": flows}

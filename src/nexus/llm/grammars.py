@@ -67,13 +67,17 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, and (given the request) every
     optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, each required time
-    zone, clock time, date or file path taken from those the request states (`_stated_choices`), and each
+    zone, currency, clock time, date or file path taken from those the request states (`_stated_choices`), and each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
-    stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Validation still checks
-    the tool's own schema; this only narrows what the model may write."""
-    from nexus.llm.values import mentioned, request_numbers
+    stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Each
+    written parameter takes what the request ties to it when it ties anything (`_anchored`: a choice it names, a
+    number next to its name, an id after it), and a list of scalars has at most as many items as the request
+    separates. Validation still checks the tool's own schema; this only narrows what the model may write."""
+    from nexus.llm import anchors
+    from nexus.llm.values import is_rate_parameter, mentioned, percent_only, request_numbers
 
     out = normalise_schema(schema)
+    percents = percent_only(request) if request else set()
     props = out.get("properties") if isinstance(out.get("properties"), dict) else {}
     numbers = sorted(request_numbers(request)) if request else []
     required = set(out.get("required") or [])
@@ -81,8 +85,27 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
         promoted = [n for n, sub in props.items() if n not in required and isinstance(sub, dict) and mentioned(n, sub, request)]
         if promoted:
             out["required"] = [n for n in props if n in required or n in promoted]
+    written = set(out.get("required") or [])
+    shared = _shared_anchors(props, written, request) if request else set()
     for name, sub in props.items():
-        if not isinstance(sub, dict) or "enum" in sub or "pattern" in sub:
+        if not isinstance(sub, dict) or "pattern" in sub:
+            continue
+        if request and sub.get("type") == "array" and "maxItems" not in sub and _scalar_items(sub):
+            sub["maxItems"] = max(anchors.max_list_items(request), int(sub.get("minItems", 1)))
+            if name in required:  # the model writes [] for "data: 85, 90, 88"; a required list has items
+                sub.setdefault("minItems", 1)
+        anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
+        if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
+            anchored = []
+        if sub.get("type") == "number" and percents:
+            if not anchored and name in written and len(percents) == 1 and is_rate_parameter(name, sub):  # the one percentage is the rate
+                anchored = [next(iter(percents)), next(iter(percents)) / 100]
+            anchored = _as_fractions(anchored, sub, percents)
+        if anchored:  # what the request names for this very parameter (`nexus.llm.anchors`)
+            sub["enum"] = anchored
+            sub.pop("format", None)
+            continue
+        if "enum" in sub:
             continue
         stated = _stated_choices(name, sub, request) if request and name in required else []
         if stated:
@@ -98,21 +121,83 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
         elif kind in ("number", "integer") and numbers and name in required:
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
             options = [n for n in numbers if (kind == "number" or n == int(n)) and low <= n <= high]
-            options = [int(n) if n == int(n) else n for n in options]
+            options = [int(n) if n == int(n) else n for n in _as_fractions(options, sub, percents)]
             if options:
                 sub["enum"] = options
     return out
 
 
+def _shared_anchors(props: Mapping[str, Any], written: set[str], request: str) -> set[str]:
+    """Written number and identifier parameters whose anchored values another one has too (their name words
+    differ only in what the request does not say: side1, side2, side3 for "sides")."""
+    from nexus.llm import anchors
+
+    seen: dict[str, list[str]] = {}
+    for name in written:
+        sub = props.get(name)
+        if not isinstance(sub, Mapping):
+            continue
+        if sub.get("type") in ("number", "integer"):
+            values = anchors.anchored_numbers(name, request)
+        elif sub.get("type") in ("string", None) and "enum" not in sub:
+            values = anchors.anchored_ids(name, request)
+        else:
+            continue
+        if values:
+            seen.setdefault(repr(values), []).append(name)
+    return {name for names in seen.values() if len(names) > 1 for name in names}
+
+
+def _scalar_items(schema: Mapping[str, Any]) -> bool:
+    items = schema.get("items")
+    return isinstance(items, Mapping) and items.get("type") in ("string", "number", "integer") and "enum" not in items
+
+
+def _as_fractions(options: list[Any], schema: Mapping[str, Any], percents: set[float]) -> list[Any]:
+    """Options without the bare number of a stated percentage when the parameter takes fractions (8% is 0.08:
+    the model writes 8 when offered both — measured), or without the fraction when it asks for a percentage."""
+    from nexus.llm.values import wants_fraction
+
+    fraction = wants_fraction(schema)
+    drop = percents if fraction else {p / 100 for p in percents}
+    kept = [o for o in options if o not in drop]
+    return kept if kept else options
+
+
+def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool = False) -> list[Any]:
+    """The values a written parameter takes from words of the request that name it: the choices it names (an enum
+    or listed choices; one listed choice is enough for a parameter promoted because the request names it), the
+    numbers next to a word of its name (within its range), an identifier after it."""
+    from nexus.llm import anchors
+
+    kind = schema.get("type")
+    if kind in ("number", "integer"):
+        low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+        numbers = [n for n in anchors.anchored_numbers(name, request) if (kind == "number" or n == int(n)) and low <= n <= high]
+        return [int(n) if n == int(n) else n for n in numbers]
+    if kind not in ("string", None):
+        return []
+    choices = anchors.stated_choices(schema, request, 1 if promoted else anchors.MIN_LISTED)
+    if choices or "enum" in schema:
+        return choices
+    return anchors.anchored_ids(name, request)
+
+
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
     """The values a required string parameter can take from the request, when it asks for a kind of value the
-    request states: its time zones (a zone parameter), clock times (HH:MM), dates (YYYY-MM-DD) or file paths."""
-    from nexus.llm import values
+    request states: its time zones (a zone parameter), currencies (ISO codes), clock times (HH:MM), dates
+    (YYYY-MM-DD, or the layout its description spells out) or file paths."""
+    from nexus.llm import currencies, layouts, values
 
     if schema.get("type") not in ("string", None):
         return []
     if values.is_zone_parameter(name, schema):
         return values.request_zones(request)
+    if currencies.is_currency_parameter(name, schema):
+        return currencies.request_currencies(request)
+    layout = layouts.date_layout(schema)
+    if layout:
+        return layouts.request_dates_in(layout, request)
     fmt = "date" if schema.get("format") == "date" else values.value_format(schema)
     if fmt == "time":
         return sorted(values.request_times(request))

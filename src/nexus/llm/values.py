@@ -15,10 +15,13 @@ the result against the full JSON Schema afterwards.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date
 from functools import lru_cache
 from typing import Any, Mapping
+
+from nexus.llm.layouts import date_layout, request_dates_in, to_layout
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -256,16 +259,59 @@ def is_path_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     return schema.get("type") in ("string", None) and "enum" not in schema and bool(PATH_NAME.search(name))
 
 
-def request_numbers(request: str) -> set[float]:
-    found: set[float] = set()
-    for token in _NUMBER.findall(request or ""):
+SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_AFTER_NUMBER = re.compile(r"\s*(%|percent\b|thousand\b|million\b|billion\b|trillion\b)?", re.I)
+
+
+def _numbers(request: str) -> list[tuple[float, str]]:
+    """Each number the request writes in digits, with the word that follows it: "%", a scale word or ""."""
+    out = []
+    for match in _NUMBER.finditer(request or ""):
         try:
-            number = float(token.replace(",", ""))
+            number = float(match.group(0).replace(",", ""))
         except ValueError:
             continue
-        found |= {number, number / 100}  # "8%" may be 0.08
+        after = _AFTER_NUMBER.match(request, match.end()).group(1) or ""
+        out.append((number, "%" if after in ("%", "percent") else after.lower()))
+    return out
+
+
+def request_numbers(request: str) -> set[float]:
+    """The numbers the request states: digits, number words, "8%" also as 0.08, "213 million" as 213000000.
+
+    >>> sorted(request_numbers("8% of 2.5 million, twice"))
+    [0.08, 2.0, 2.5, 8.0, 2500000.0]
+    """
+    found: set[float] = set()
+    for number, after in _numbers(request):
+        found.add(number)
+        if after == "%":
+            found.add(number / 100)
+        elif after in SCALES:
+            found.add(number * SCALES[after])
     found |= {float(NUMBER_WORDS[w]) for w in words(request) if w in NUMBER_WORDS}
     return found
+
+
+PERCENT_HINT = re.compile(r"percent|%", re.I)
+RATE_HINT = re.compile(r"rate|percent|ratio|%", re.I)
+
+
+def is_rate_parameter(name: str, schema: Mapping[str, Any]) -> bool:
+    """A number parameter that takes a rate or a percentage (by its name or description)."""
+    return schema.get("type") == "number" and bool(RATE_HINT.search(name) or RATE_HINT.search(str(schema.get("description", ""))))
+
+
+def percent_only(request: str) -> set[float]:
+    """The numbers the request writes only as percentages ("8%": 8, not also written plain)."""
+    numbers = _numbers(request)
+    return {n for n, after in numbers if after == "%"} - {n for n, after in numbers if after != "%"}
+
+
+def wants_fraction(schema: Mapping[str, Any]) -> bool:
+    """Whether a stated percentage is passed as a fraction (0.08 for 8%): a `number` parameter whose description
+    does not ask for a percentage. APIs take rates as fractions unless they say otherwise."""
+    return schema.get("type") == "number" and not PERCENT_HINT.search(str(schema.get("description", "")))
 
 
 def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None = None) -> bool:
@@ -278,6 +324,9 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
     if isinstance(value, (int, float)):
         return float(value) in request_numbers(request)
     fmt = value_format(schema) if isinstance(value, str) and schema else None
+    layout = date_layout(schema) if isinstance(value, str) and schema else None
+    if layout:
+        return value in request_dates_in(layout, request)
     if fmt == "date":
         dates = request_dates(request)
         return value in dates or value[5:] in dates
@@ -333,7 +382,7 @@ def mentioned(name: str, schema: Mapping[str, Any], request: str) -> bool:
     if any(words(c) and f" {' '.join(words(c))} " in text for c in _choices(schema)):
         return True
     fmt = value_format(schema)
-    if fmt == "date" and request_dates(request) or fmt == "time" and request_times(request):
+    if (fmt == "date" or date_layout(schema)) and request_dates(request) or fmt == "time" and request_times(request):
         return True
     return "year" in words(name) and schema.get("type") in ("integer", "number", "string") and bool(YEAR.search(request))
 
@@ -405,6 +454,46 @@ def whole_quote(value: str, request: str) -> str:
     return value
 
 
+def trimmed(value: str, request: str) -> str:
+    """`value` without the punctuation the model put around it (`": 2022"`), when the request writes the rest and
+    not `value` itself.
+
+    >>> trimmed(": 2022", "Brazil in 2022"), trimmed("C#", "C# major")
+    ('2022', 'C#')
+    """
+    core = value.strip(" :;,.{}[]()\"'")
+    return core if core and core != value and value not in (request or "") and core in (request or "") else value
+
+
+def whole_word(value: str, request: str) -> str:
+    """The whole word of the request when `value` stops inside it (the model cut "AGTCGATCGAACGTACGTACG" short);
+    `value` otherwise, also when the request writes `value` on its own somewhere.
+
+    >>> whole_word("AGTCGATCGAAC", "Analyze 'AGTCGATCGAACGTACG' now"), whole_word("Paris", "Parisian food in Paris")
+    ('AGTCGATCGAACGTACG', 'Paris')
+    """
+    if len(value) < 3 or not value[-1].isalnum():
+        return value
+    ends = [m.end() for m in re.finditer(rf"(?<!\w){re.escape(value)}", request or "")]
+    if not ends or any(end == len(request) or not request[end].isalnum() for end in ends):
+        return value
+    tail = re.match(r"[A-Za-z0-9]+", request[ends[0]:])
+    return value + tail.group(0) if tail else value
+
+
+def _said(value: Any) -> str | None:
+    """A number or string value as the request would write it ("1234" for 1234 and "1234"); None for others."""
+    if isinstance(value, list) and value:  # a list copied into two parameters ("years" filled with the cash flows)
+        return json.dumps([_said(v) for v in value])
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    return str(int(value)) if isinstance(value, float) and value == int(value) else str(value)
+
+
+def _said_twice(text: str, request: str) -> bool:
+    return len(re.findall(rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)", request or "")) > 1
+
+
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
                         drop_unstated: bool = True) -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
@@ -415,11 +504,18 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
     for name, value in arguments.items():
         sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
         value = normalise_value(name, sub, value)
-        if isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
-            value = whole_quote(value, request)
+        layout = date_layout(sub) if isinstance(value, str) else None
+        if layout:  # a date in the layout the description spells out ("MM/DD/YYYY")
+            value = to_layout(value, layout, request)
+        elif isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
+            value = whole_word(whole_quote(trimmed(value, request), request), request)
         if drop_unstated and name not in required and not stated(name, value, request, sub):
             continue
         out[name] = value
+    if drop_unstated:  # a value the request states once belongs to one parameter: the required one keeps it
+        given = {_said(v) for n, v in out.items() if n in required}
+        out = {n: v for n, v in out.items() if n in required or _said(v) not in given or _said(v) is None
+               or isinstance(v, str | int | float) and _said_twice(_said(v), request)}
     if drop_unstated:  # a flag the request names is set from the request, also when the model left it out
         for name, sub in props.items():
             flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None
