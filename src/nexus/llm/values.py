@@ -25,7 +25,9 @@ from nexus.llm.layouts import date_layout, request_dates_in, to_layout
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
+# digits with thousands separators only where every group after a comma has three digits ("10,000"); other commas
+# part numbers ("sides 2,3,4" are three numbers, not 234)
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+(?!,?\d)|\d+)(?:\.\d+)?")
 NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
     "eighteen nineteen twenty".split())} | {"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "thousand": 1000,
@@ -281,6 +283,8 @@ def request_numbers(request: str) -> set[float]:
 
     >>> sorted(request_numbers("8% of 2.5 million, twice"))
     [0.08, 2.0, 2.5, 8.0, 2500000.0]
+    >>> sorted(request_numbers("sides 2,3,4 cost $12,500,000.50")), sorted(request_numbers("1,2345"))
+    ([2.0, 3.0, 4.0, 12500000.5], [1.0, 2345.0])
     """
     found: set[float] = set()
     for number, after in _numbers(request):
