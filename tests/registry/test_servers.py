@@ -172,6 +172,7 @@ def test_one_bad_tool_is_left_out_and_the_server_keeps_the_rest(fake: dict, capl
 
     async def run() -> tuple[list[str], tuple[str, ...]]:
         async with McpHub(spec) as hub:
+            assert hub.statuses["bad"].ok and hub.statuses["bad"].skipped == hub.skipped["bad"]
             return [t.name for t in hub.statuses["bad"].tools], hub.skipped["bad"]
 
     names, skipped = asyncio.run(run())
@@ -284,3 +285,18 @@ def test_streamable_http_server(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_servers_list_names_the_tools_it_left_out(fake: dict, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from nexus.cli import app
+
+    fake["env"] = {"FAKE_BAD": "1"}
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"bad": fake}}))
+    result = CliRunner().invoke(app, ["servers", "list", "--config", str(config), "--json"])
+    (row,) = json.loads(result.stdout)
+    assert result.exit_code == 0 and row["ok"] and row["tools"] == ["tool_0"]
+    (why,) = row["skipped"]
+    assert why.startswith("tools/list[1] (tool 'tool_1')") and "not valid JSON Schema" in why

@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nexus.config import Settings
@@ -48,7 +49,7 @@ def list_servers(
     if as_json:
         rows = [
             {"server": s.name, "ok": s.ok, "seconds": round(s.seconds, 3), "tools": [t.name for t in s.tools],
-             "error": str(s.error) if s.error else None}
+             "error": str(s.error) if s.error else None, "skipped": list(s.skipped)}
             for s in statuses.values()
         ]
         typer.echo(json.dumps(rows, indent=2))
@@ -57,6 +58,8 @@ def list_servers(
         for s in statuses.values():
             names = ", ".join(t.name for t in s.tools)
             status = "[green]ok[/green]" if s.ok else f"[red]{s.error}[/red]"
+            if s.skipped:  # tools that failed their checks, left out of an otherwise good list
+                status += "".join(f"\n[yellow]left out: {escape(why)}[/yellow]" for why in s.skipped)
             table.add_row(s.name, f"{len(s.tools)}: {names}" if s.tools else "0", status, f"{s.seconds:.2f}")
         Console().print(table)
     if not all(s.ok for s in statuses.values()):

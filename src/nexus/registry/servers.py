@@ -100,12 +100,13 @@ def load_servers_config(path: str | Path) -> dict[str, ServerSpec]:
 
 @dataclass(frozen=True)
 class ServerStatus:
-    """What one server gave: its tools, or the error that kept all of them out."""
+    """What one server gave: its tools (and the ones left out, each with why), or the error that kept all of them out."""
 
     name: str
     tools: tuple[Tool, ...] = ()
     error: ServerError | None = None
     seconds: float = 0.0
+    skipped: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -265,7 +266,7 @@ class McpHub:
                     finally:
                         seconds = time.monotonic() - started  # startup only, not the shutdown after a failure
                     self._sessions[name] = session
-                    self.statuses[name] = ServerStatus(name, tools, None, seconds)
+                    self.statuses[name] = ServerStatus(name, tools, None, seconds, self.skipped.get(name, ()))
                     reported.set()
                     if self.reconnect:
                         await self._changed(name)
@@ -321,7 +322,7 @@ class McpHub:
             self.mark_broken(name, f"tools/list after list_changed failed: {exc.args[0] if isinstance(exc, ToolLoadError) else _reason(exc)}")
             return
         old = self.statuses[name]
-        self.statuses[name] = ServerStatus(name, tools, None, old.seconds)
+        self.statuses[name] = ServerStatus(name, tools, None, old.seconds, self.skipped.get(name, ()))
         await self._changed(name)
 
     async def _connect(self, name: str, spec: ServerSpec, stack: AsyncExitStack, errlog: Any) -> tuple[Any, tuple[Tool, ...]]:
