@@ -38,7 +38,9 @@ log = logging.getLogger(__name__)
 
 
 class Gate(Protocol):
-    """Anything that turns a turn and its SLB hits into a Decision (`nexus.gate.BoundaryGate`, `ScoreGate`)."""
+    """Anything that turns a turn and its SLB hits into a Decision (`nexus.gate.BoundaryGate`, `ScoreGate`). A gate
+    that also has `prescore(text, keys)` and takes `decide(..., prescored=)` (`BoundaryGate`) is scored on a second
+    thread while the turn is embedded, where the registry is within k (`Router.decide`)."""
 
     def decide(self, turn: str, history: Sequence[str] = (), hits: Sequence[Hit] | None = None) -> Decision: ...
 
