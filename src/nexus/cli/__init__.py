@@ -27,3 +27,18 @@ app.add_typer(registry.app, name="registry")
 @app.callback()
 def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="log at INFO to stderr")) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def run() -> None:
+    """The console entry point: `app`, with any `NexusError` a command did not handle itself (a corrupt gate file, a
+    bad tools file, a server that would not start...) printed as one `error:` line on stderr and exit status 2,
+    instead of a traceback. Anything else is a bug and keeps its traceback."""
+    import sys
+
+    from nexus.errors import NexusError
+
+    try:
+        app()
+    except NexusError as exc:
+        print(f"error: {exc}", file=sys.stderr)  # plain text: a message may hold brackets rich would read as markup
+        sys.exit(2)
