@@ -28,8 +28,11 @@ def test_required_names_missing_from_properties_do_not_break_the_converter():
 def test_unsupported_schema_falls_back_to_any_object_with_a_warning(caplog):
     _arguments_gbnf.cache_clear()  # the warning is logged when the grammar is first built
     gbnf = arguments_gbnf({"type": "object", "properties": {"child": {"$ref": "#"}}})  # the converter has no "#" refs
+    # exactly the grammar of "any JSON object": every key, any value (validation and the repair judge the rest)
+    assert gbnf == arguments_gbnf({"type": "object", "additionalProperties": True})
     rules = dict(line.split(" ::= ", 1) for line in gbnf.strip().splitlines())
-    assert rules["root"] == '" " arguments' and "object" in rules["arguments"]
+    assert rules["root"] == '" " arguments' and rules["arguments"] == "object"
+    assert rules["value"] == "object | array | string | number | boolean | null"
     assert "no exact grammar" in caplog.text
 
 
