@@ -252,8 +252,6 @@ class Nexus:
             except ToolLoadError as exc:
                 raise RequestError(str(exc)) from None
             parsed = loaded.tools
-            for problem in loaded.skipped:
-                log.warning("request tool left out: %s", problem)
             from nexus.registry.scan import poisoned
 
             flagged = {t.name: found for t in parsed if (found := poisoned(t))}

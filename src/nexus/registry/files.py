@@ -123,8 +123,8 @@ class LoadedTools:
 
 
 def read_tools(data: Any, origin: str, where: str) -> LoadedTools:
-    """Check every tool of one parsed source: the good ones are kept, each bad one is left out with its reason; a
-    source with items but no usable tool, or of an unknown shape, raises `ToolLoadError`.
+    """Check every tool of one parsed source: the good ones are kept, each bad one is left out with its reason (and
+    logged as a warning); a source with items but no usable tool, or of an unknown shape, raises `ToolLoadError`.
 
     >>> loaded = read_tools([{"name": "ok", "inputSchema": {"type": "object"}}, {"description": "no name"}, {"name": "ok"}],
     ...                     "s", "t.json")
@@ -155,15 +155,14 @@ def read_tools(data: Any, origin: str, where: str) -> LoadedTools:
     if skipped and not tools:
         more = f"; and {len(skipped) - SHOWN_PROBLEMS} more" if len(skipped) > SHOWN_PROBLEMS else ""
         raise ToolLoadError(f"{where}: no usable tool: {'; '.join(skipped[:SHOWN_PROBLEMS])}{more}")
+    for problem in skipped:  # said once, here, for files, live servers and request tool lists alike
+        log.warning("tool left out: %s", problem)
     return LoadedTools(tools, skipped)
 
 
 def tools_from_data(data: Any, origin: str, where: str) -> list[Tool]:
-    """The usable tools of one parsed source; each one left out is logged as a warning (`read_tools`)."""
-    loaded = read_tools(data, origin, where)
-    for problem in loaded.skipped:
-        log.warning("tool left out: %s", problem)
-    return loaded.tools
+    """The usable tools of one parsed source (`read_tools`, whose list of what it left out is logged)."""
+    return read_tools(data, origin, where).tools
 
 
 def load_tools_file(path: str | Path, origin: str | None = None) -> list[Tool]:

@@ -29,7 +29,7 @@ from typing import Any, Awaitable, Callable, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nexus.errors import ServerError, ToolLoadError
-from nexus.registry.files import read_json, read_tools
+from nexus.registry.files import LoadedTools, read_json, read_tools
 from nexus.registry.registry import Registry, RegistryDiff
 from nexus.registry.tool import Tool
 
@@ -180,7 +180,6 @@ class McpHub:
         self.ping_interval_s = ping_interval_s
         self.on_change = on_change
         self.statuses: dict[str, ServerStatus] = {}
-        self.skipped: dict[str, tuple[str, ...]] = {}   # server -> its tools left out at the last tools/list, with why
         self.restarts: dict[str, int] = {name: 0 for name in self.servers}
         self._sessions: dict[str, Any] = {}
         self._broken: dict[str, Any] = {}
@@ -262,11 +261,11 @@ class McpHub:
             try:
                 async with AsyncExitStack() as stack:
                     try:
-                        session, tools = await self._connect(name, spec, stack, errlog)
+                        session, listed = await self._connect(name, spec, stack, errlog)
                     finally:
                         seconds = time.monotonic() - started  # startup only, not the shutdown after a failure
                     self._sessions[name] = session
-                    self.statuses[name] = ServerStatus(name, tools, None, seconds, self.skipped.get(name, ()))
+                    self.statuses[name] = ServerStatus(name, tuple(listed.tools), None, seconds, tuple(listed.skipped))
                     reported.set()
                     if self.reconnect:
                         await self._changed(name)
@@ -317,15 +316,15 @@ class McpHub:
             return
         try:
             with anyio.fail_after(self.startup_timeout):
-                tools = await self._list_tools(name, session)
+                listed = await self._list_tools(name, session)
         except Exception as exc:  # noqa: BLE001 - a bad re-list takes the server out, not the hub
             self.mark_broken(name, f"tools/list after list_changed failed: {exc.args[0] if isinstance(exc, ToolLoadError) else _reason(exc)}")
             return
         old = self.statuses[name]
-        self.statuses[name] = ServerStatus(name, tools, None, old.seconds, self.skipped.get(name, ()))
+        self.statuses[name] = ServerStatus(name, tuple(listed.tools), None, old.seconds, tuple(listed.skipped))
         await self._changed(name)
 
-    async def _connect(self, name: str, spec: ServerSpec, stack: AsyncExitStack, errlog: Any) -> tuple[Any, tuple[Tool, ...]]:
+    async def _connect(self, name: str, spec: ServerSpec, stack: AsyncExitStack, errlog: Any) -> tuple[Any, LoadedTools]:
         import anyio
         from mcp import ClientSession
 
@@ -354,12 +353,12 @@ class McpHub:
             with anyio.fail_after(self.startup_timeout):
                 await session.initialize()
                 step = "tools/list"
-                tools = await self._list_tools(name, session)
+                listed = await self._list_tools(name, session)
         except TimeoutError:
             raise TimeoutError(f"no answer to {step} within {self.startup_timeout:g} s") from None
-        return session, tools
+        return session, listed
 
-    async def _list_tools(self, name: str, session: Any) -> tuple[Tool, ...]:
+    async def _list_tools(self, name: str, session: Any) -> LoadedTools:
         from mcp_types import PaginatedRequestParams
 
         raws: list[Any] = []
@@ -374,11 +373,7 @@ class McpHub:
             raise ToolLoadError(f"tools/list still paginating after {MAX_PAGES} pages")
         mappings = [{"name": raw.name, "description": raw.description or "", "inputSchema": raw.input_schema} for raw in raws]
         # one bad tool (a broken schema, a hostile description, a name given twice) is left out, not the server
-        loaded = read_tools(mappings, origin=name, where="tools/list")
-        for problem in loaded.skipped:
-            log.warning("MCP server %r: tool left out: %s", name, problem)
-        self.skipped[name] = tuple(loaded.skipped)
-        return tuple(loaded.tools)
+        return read_tools(mappings, origin=name, where=f"MCP server {name!r}: tools/list")
 
     def tools(self) -> list[Tool]:
         """Every tool of every server that loaded, in config order."""
