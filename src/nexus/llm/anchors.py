@@ -20,12 +20,11 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from nexus.llm.values import NAME_FILLER, NUMBER_WORDS, SCALES, _choices, words
+from nexus.llm.values import NAME_FILLER, NUMBER_WORDS, SCALES, THOUSANDS_COMMA, _choices, words
 
 # Words between a parameter's word and its value: "equity of $10", "id is 1234", "id: 3".
 LINKS = frozenset("of is was are be equals equal".split())
 _TOKEN = re.compile(r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]%?|[A-Za-z0-9]%?")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 ID_WORDS = frozenset(("id", "ids", "identifier", "uuid", "number", "no", "num", "code"))
 KEY_WORDS = frozenset(("id", "ids", "identifier", "uuid", "code"))  # name words that say "the value follows me"
 MIN_LISTED = 2  # quoted examples in a description count as a list of choices from this many ("'a' or 'b'")
@@ -62,7 +61,7 @@ def _own_words(name: str) -> list[str]:
 def _request_tokens(request: str) -> tuple[list[str], list[bool]]:
     """The request's words and numbers, lower case, thousands separators dropped ("$2,000,000" -> "2000000"), and
     for each whether only spaces part it from the next ("15000] discounted": not)."""
-    text = _THOUSANDS.sub("", request or "")
+    text = THOUSANDS_COMMA.sub("", request or "")
     matches = list(_TOKEN.finditer(text))
     spaced = [not text[m.end():n.start()].strip() for m, n in zip(matches, matches[1:])] + [False]
     return [m.group(0).lower() for m in matches], spaced

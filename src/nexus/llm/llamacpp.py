@@ -363,8 +363,8 @@ class LlamaCppBackend:
         prefilled = self._sync(tokens, prompt)
         out = bytearray()
         t_first: float | None = None
-        finished, looped, produced, text, chosen = False, False, 0, "", []
-        while produced < max_tokens:
+        finished, looped, text, chosen = False, False, "", []   # chosen: the tokens produced so far
+        while len(chosen) < max_tokens:
             logits = self.context.logits()
             token = constraint.best(logits) if constraint else int(np.argmax(logits))
             if token is None or self.model.is_eog(token):
@@ -372,7 +372,6 @@ class LlamaCppBackend:
                 break
             if t_first is None:
                 t_first = time.perf_counter()
-            produced += 1
             chosen.append(token)
             piece = self.model.piece(token)
             out += piece
@@ -389,14 +388,14 @@ class LlamaCppBackend:
                 break
             if in_a_loop(chosen):
                 looped = True
-                log.info("decoding stopped after %d tokens: the last %d repeat one short cycle", produced, LOOP_SPAN)
+                log.info("decoding stopped after %d tokens: the last %d repeat one short cycle", len(chosen), LOOP_SPAN)
                 break
             held = self.context.tokens(self.seq)
             if len(held) + 1 > self.n_ctx:
                 break
             self.context.decode([token], self.seq, len(held))
         now = time.perf_counter()
-        return Generation(text, len(tokens), prefilled, produced, t_first or now, now, finished, looped)
+        return Generation(text, len(tokens), prefilled, len(chosen), t_first or now, now, finished, looped)
 
     # -- lifetime ----------------------------------------------------------------------------------
     def close(self) -> None:

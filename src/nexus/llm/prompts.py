@@ -22,12 +22,12 @@ from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from nexus.llm.base import Prompt
+from nexus.llm.values import THOUSANDS_COMMA
 from nexus.registry.tool import Tool
 from nexus.signatures import compile_signature
 from nexus.signatures.compiler import short_type
 
 MAX_RESULT_CHARS = 300
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "$10,000" is shown as "$10000": JSON numbers have no commas
 
 INSTRUCTIONS = (
     "Each request below is answered by calling one of the listed tools. After \"Tool:\" comes the name of "
@@ -228,7 +228,7 @@ class PromptBuilder:
                     blocks: bool = False) -> Prompt:
         """The prompt that ends at `Tool:`; the tool name and `Arguments:` follow. `blocks` marks the tool lines
         as segments a backend may fill from compiled KV blocks (computed behind the header: completion prompts)."""
-        request = f"Request: {_THOUSANDS.sub('', ' '.join(turn.split()))}\n"
+        request = f"Request: {THOUSANDS_COMMA.sub('', ' '.join(turn.split()))}\n"  # JSON numbers have no commas
         if self.chat_template:
             return self._chat(tool_lines, history, request, "Tool:")
         prompt = self.tools_prefix(tool_lines).extend(*self._history(history), request, "Tool:")

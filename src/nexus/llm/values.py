@@ -25,6 +25,8 @@ from nexus.llm.layouts import date_layout, request_dates_in, to_layout
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+# a thousands separator: a comma between digits with exactly three after it ("$10,000"; not "2,3,4")
+THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 # digits with thousands separators only where every group after a comma has three digits ("10,000"); other commas
 # part numbers ("sides 2,3,4" are three numbers, not 234)
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+(?!,?\d)|\d+)(?:\.\d+)?")
@@ -494,8 +496,14 @@ def _said(value: Any) -> str | None:
     return str(int(value)) if isinstance(value, float) and value == int(value) else str(value)
 
 
-def _said_twice(text: str, request: str) -> bool:
-    return len(re.findall(rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)", request or "")) > 1
+def _repeats(value: Any, given: set[str], request: str) -> bool:
+    """Whether an optional value repeats a required one's (`given`, as `_said` writes them) that the request states
+    only once: a list always, a number or string unless the request writes it twice."""
+    said = _said(value)
+    if said is None or said not in given:
+        return False
+    twice = len(re.findall(rf"(?<![\w.]){re.escape(said)}(?![\w]|\.\d)", request or "")) > 1
+    return not (isinstance(value, str | int | float) and twice)
 
 
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
@@ -517,9 +525,8 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
             continue
         out[name] = value
     if drop_unstated:  # a value the request states once belongs to one parameter: the required one keeps it
-        given = {_said(v) for n, v in out.items() if n in required}
-        out = {n: v for n, v in out.items() if n in required or _said(v) not in given or _said(v) is None
-               or isinstance(v, str | int | float) and _said_twice(_said(v), request)}
+        given = {_said(v) for n, v in out.items() if n in required} - {None}
+        out = {n: v for n, v in out.items() if n in required or not _repeats(v, given, request)}
     if drop_unstated:  # a flag the request names is set from the request, also when the model left it out
         for name, sub in props.items():
             flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None

@@ -85,7 +85,7 @@ def _tool_name(tool: Any) -> str | None:
     return None
 
 
-def _flagged(nexus: Nexus, tools: Any, quarantine: bool) -> dict[str, str]:
+def _tool_headers(nexus: Nexus, tools: Any, quarantine: bool) -> dict[str, str]:
     """`X-Nexus-Flagged`: the request's tools `nexus registry scan` flags high (a JSON list of names), and whether
     they were quarantined (left out of routing and of what is forwarded); `X-Nexus-Skipped`: the tools that failed
     their checks (no name, a schema that is not JSON Schema, an oversized description...), left out of routing and
@@ -292,7 +292,7 @@ def create_app(nexus: Nexus, settings: ServeSettings) -> Any:
         (routed, routing, total), timing = await timed(run)
         names = {key: tool.name for key, tool in (routing.registry.items() if routing else [])}
         timing = {"queue": timing["queue"], "route": total - routed.timings.llm_ms, "llm": routed.timings.llm_ms}
-        headers = _headers(routing, timing) | _flagged(nexus, tools, settings.quarantine)
+        headers = _headers(routing, timing) | _tool_headers(nexus, tools, settings.quarantine)
         payload = completion(routed, names, settings.model_name, bool(body.get("stream")))
         if body.get("stream"):
             return StreamingResponse(iter(payload), media_type="text/event-stream", headers=headers)
@@ -303,7 +303,7 @@ def create_app(nexus: Nexus, settings: ServeSettings) -> Any:
     async def forward(body: dict, routing: Routing | None, timing: dict[str, float], explain: bool) -> Response:
         aliases = _Aliases(routing)
         out = narrowed(body, routing, aliases)
-        headers = _headers(routing, timing) | _flagged(nexus, body.get("tools"), settings.quarantine)
+        headers = _headers(routing, timing) | _tool_headers(nexus, body.get("tools"), settings.quarantine)
         client: httpx.AsyncClient = state["client"]
         url = f"{upstream}/chat/completions"
         request = client.build_request("POST", url, json=out, headers=upstream_headers(None))
