@@ -61,20 +61,3 @@ def test_per_source_cap_and_skipped_sources(train_dir):
 def test_a_path_that_is_no_dataset_is_an_error(tmp_path):
     with pytest.raises(QueryFileError, match="neither a dataset folder"):
         dataset_folders([tmp_path])
-
-
-def test_out_of_scope_turns_are_left_out_and_own_candidates_are_kept(tmp_path):
-    """`out_of_scope` holds only in its own dataset's domains; an `irrelevance`-style turn keeps its own tools."""
-    root = tmp_path / "train"
-    _folder(root, "bfcl_pool", [("triangle_area", "Area of a triangle"), ("bmi", "Body mass index")],
-            [{"id": "r", "query": "area of a triangle 3 by 4", "tool": "triangle_area"},
-             {"id": "i", "query": "area of a triangle 10 by 5", "tool": None, "candidates": ["bmi"]},
-             {"id": "gone", "query": "x", "tool": None, "candidates": ["not_in_tools"]}])
-    _folder(root, "no_tool", [], [{"id": "a", "query": "thanks!", "tool": None, "kind": "closing"},
-                                  {"id": "o", "query": "book me a table for two", "tool": None, "kind": "out_of_scope"}])
-    _, turns, stats = read_datasets([root])
-    by_id = {t.id: t for t in turns}
-    assert by_id["bfcl_pool:i"].candidates == ("bmi",) and by_id["bfcl_pool:i"].tools == ()
-    assert by_id["no_tool:a"].candidates == () and "no_tool:o" not in by_id and "bfcl_pool:gone" not in by_id
-    assert stats["sources"]["no_tool"]["relative_no_tool_left_out"] == 1
-    assert stats["sources"]["bfcl_pool"]["dropped_turns"] == 1

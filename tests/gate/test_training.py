@@ -402,35 +402,3 @@ def test_unranked_turns_count_for_no_tool_but_not_for_the_route_certificate():
     assert unranked.report["coverage"] > with_errors.report["coverage"] + 0.05
     assert unranked.no_tool != clean.no_tool   # fitted with the 60 unranked turns among the relevant ones
     assert with_errors.no_tool.mean == pytest.approx(unranked.no_tool.mean)  # the same turns, ranked or not
-
-
-def test_a_turn_with_own_candidates_is_shown_those_alone_and_escapes_the_twin_filter():
-    """An `irrelevance` turn ("area of a triangle" beside a BMI function) is no evidence against the pooled
-    registry's triangle tool: its negatives, its calibration candidates and the twin filter see its own tools only."""
-    from nexus.gate.training import TrainConfig, _usable, mine_groups, score_turns
-    from nexus.registry import Registry, Tool
-    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
-
-    obj = {"type": "object", "properties": {}}
-    reg = Registry()
-    reg.set_source("s", [Tool("triangle_area", "Calculate the area of a triangle from base and height", obj, "s"),
-                         Tool("bmi", "Determine the body mass index from weight and height", obj, "s")]
-                   + [Tool(f"tool_{i}", f"Unrelated tool number {i} for {w}", obj, "s") for i, w in enumerate("abcdefgh")])
-    slb = SemanticLookasideBuffer(HashEmbedder())
-    slb.sync(reg)
-    query = "calculate the area of a triangle with base 10 and height 5"
-    turn = LabelledTurn("i", query, (), (), "bfcl_pool", ("bmi",))
-    pooled = LabelledTurn("n", query)
-    groups = mine_groups(slb, reg, [turn, pooled], TrainConfig(negatives=3), set(), "no_tool", random.Random(0))
-    assert groups[0].keys == ("bmi",) and groups[0].labels == (0,)
-    assert "triangle_area" in groups[1].keys  # mined from the pool: the contradiction the candidates avoid
-    scored = score_turns(_ConstScorer(), slb, reg, [turn], k=5)
-    assert len(scored) == 1 and len(scored[0].ce) == 1 and scored[0].no_tool
-    relevant = LabelledTurn("r", query, ("triangle_area",))
-    _, no_tool = _usable([relevant, turn, pooled], reg, 0, HashEmbedder(), 0.75)
-    assert [t.id for t in no_tool] == ["i"]
-
-
-class _ConstScorer:
-    def score(self, turns, docs):
-        return np.zeros(len(docs), dtype=np.float32)

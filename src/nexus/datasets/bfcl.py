@@ -171,9 +171,8 @@ def bfcl_multi_call(src: Path, category: str = "parallel_multiple") -> tuple[lis
 def bfcl_training_pool(src: Path, exclude: Sequence[Tool]) -> tuple[list[dict], list[dict], dict]:
     """Training tools and turns from BFCL that share no tool (name, SGD family, description) with `exclude`.
 
-    Relevant turns: the single-call categories and the parallel ones that call one function. No-tool turns:
-    `irrelevance` only (`live_irrelevance` is kept for evaluation), each with `candidates`, its own functions.
-    The pool's registry is every function offered by those records, each gold tool with its
+    Relevant turns: the single-call categories and the parallel ones that call one function. No-tool turns: `irrelevance` only (`live_irrelevance` is kept
+    for evaluation). The pool's registry is every function offered by those records, each gold tool with its
     own query's definition.
     """
     items = load_single_call(Path(src), SINGLE_CALL + ONE_TOOL_PARALLEL)
@@ -194,10 +193,7 @@ def bfcl_training_pool(src: Path, exclude: Sequence[Tool]) -> tuple[list[dict], 
     kept = {t.name for t in tool_disjoint(tools, exclude)}
     pool = [t.to_mcp() for t in tools if t.name in kept]
     turns = [{"id": i.id, "query": i.query, "tool": i.gold, "arguments": i.arguments} for i in items if i.gold in kept]
-    # an `irrelevance` request is irrelevant to its own record's functions; other BFCL records may offer the tool
-    # it needs ("area of a triangle" beside a BMI function), so it carries them as its only certified candidates
-    turns += [{"id": i.id, "query": i.query, "tool": None, "arguments": {},
-               "candidates": [f["name"] for f in i.functions if f.get("name") in kept]} for i in irrelevant]
+    turns += [{"id": i.id, "query": i.query, "tool": None, "arguments": {}} for i in irrelevant]
     stats = {"pool_tools": len(pool), "excluded_tools": len(tools) - len(pool), "invalid_tools": bad,
              "relevant_turns": sum(1 for t in turns if t["tool"]), "no_tool_turns": len(irrelevant),
              "dropped_turns": len(items) - sum(1 for t in turns if t["tool"])}

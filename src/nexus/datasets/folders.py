@@ -14,9 +14,6 @@ from nexus.registry import Registry, Tool
 # Sources whose same-domain neighbours may serve a request as well as its gold tool (APIBench: "many other models
 # fit", ../shared/data/train/README.md): training never mines their negatives from a model's top-ranked tools.
 AMBIGUOUS_SOURCES = ("apibench_huggingface", "apibench_tensorflowhub", "apibench_torchhub")
-# No-tool kinds that hold only in their own dataset's domains (`out_of_scope`: "a tool of another registry may
-# serve it", ../shared/data/train/README.md). A pooled training registry has such tools, so these turns are left out.
-RELATIVE_NO_TOOL_KINDS = ("out_of_scope",)
 
 
 def dataset_folders(paths: Iterable[str | Path]) -> list[Path]:
@@ -58,19 +55,11 @@ def read_datasets(paths: Iterable[str | Path], exclude: Sequence[Tool] = (), max
         per_source[name] = (folder, {t.name for t in kept}, len(tools) - len(kept))
     for name, (folder, kept_names, n_excluded) in per_source.items():
         keys = {t.name: k for k, t in registry.items() if t.origin == name}
-        relevant, no_tool, dropped, relative = [], [], 0, 0
+        relevant, no_tool, dropped = [], [], 0
         for rec in read_query_records(folder / "queries.jsonl"):
             names = rec.get("tools") if isinstance(rec.get("tools"), list) else ([rec["tool"]] if rec.get("tool") else [])
             history = tuple(h for h in rec.get("history", []) if isinstance(h, str))
-            if not names and rec.get("kind") in RELATIVE_NO_TOOL_KINDS:
-                relative += 1
-            elif not names and isinstance(rec.get("candidates"), list):
-                own = tuple(keys[n] for n in rec["candidates"] if n in keys)
-                if own:  # certified against its own tools only; none of them left: nothing to learn from it
-                    no_tool.append(LabelledTurn(f"{name}:{rec['id']}", rec["query"], (), history, name, own))
-                else:
-                    dropped += 1
-            elif not names:
+            if not names:
                 no_tool.append(LabelledTurn(f"{name}:{rec['id']}", rec["query"], (), history, name))
             elif all(n in keys for n in names):
                 relevant.append(LabelledTurn(f"{name}:{rec['id']}", rec["query"], tuple(keys[n] for n in names), history, name))
@@ -84,6 +73,6 @@ def read_datasets(paths: Iterable[str | Path], exclude: Sequence[Tool] = (), max
         per_source[name] = relevant + no_tool
         stats["dropped_turns"] += dropped
         stats["sources"][name] = {"tools": len(kept_names), "excluded_tools": n_excluded, "relevant": len(relevant),
-                                  "no_tool": len(no_tool), "dropped_turns": dropped, "relative_no_tool_left_out": relative}
+                                  "no_tool": len(no_tool), "dropped_turns": dropped}
     turns = [t for name in per_source for t in per_source[name]]
     return registry, turns, stats

@@ -33,9 +33,6 @@ class LabelledTurn:
     tools: tuple[str, ...] = ()
     history: tuple[str, ...] = ()
     source: str = ""          # the dataset it came from (per-source caps, leave-one-source-out)
-    # a no-tool turn certified only against these tools (BFCL `irrelevance`: its record's own functions); other
-    # tools of a pooled registry may serve it, so training shows it these alone. Empty: no tool anywhere applies
-    candidates: tuple[str, ...] = ()
 
 
 class QueryFileError(NexusError):

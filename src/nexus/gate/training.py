@@ -145,8 +145,7 @@ def variants(registry: Registry, key: str) -> set[str]:
 
 def mine_groups(slb: SemanticLookasideBuffer, registry: Registry, turns: Sequence[LabelledTurn], config: TrainConfig,
                 exclude: set[str], source: str, rng: random.Random) -> list[PairGroup]:
-    """One group per turn: its gold tools (if any) and `config.negatives` mined negatives (a turn with
-    `candidates` gets those alone)."""
+    """One group per turn: its gold tools (if any) and `config.negatives` mined negatives."""
     if not turns:
         return []
     texts = [_turn_text(t) for t in turns]
@@ -154,11 +153,6 @@ def mine_groups(slb: SemanticLookasideBuffer, registry: Registry, turns: Sequenc
     all_keys = [k for k in registry.keys() if k not in exclude]
     groups = []
     for turn, text, vec in zip(turns, texts, vectors):
-        if turn.candidates:  # a no-tool turn certified against its own tools only: they are its negatives
-            negs = [k for k in turn.candidates if k in registry and k not in exclude]
-            if negs:
-                groups.append(PairGroup(text, tuple(tool_text(k, registry.get(k)) for k in negs), (0,) * len(negs), source, tuple(negs)))
-            continue
         gold = [k for k in turn.tools if k in registry]
         gold_eq = {equivalence_key(registry.get(k))[0] for k in gold} | {equivalence_key(registry.get(k))[1] for k in gold}
         hits = search_excluding(slb, text, config.hard_pool, exclude, vec)
@@ -278,13 +272,9 @@ def score_turns(scorer: CrossEncoderScorer, slb: SemanticLookasideBuffer, regist
     texts = [_turn_text(t) for t in turns]
     vectors = slb.embedder.embed(texts) if texts else []
     n_tools = len(slb) - len(set(exclude) & set(slb.keys))
-    every = set(slb.keys)
     out = []
     for turn, text, vec in zip(turns, texts, vectors):
-        # a turn certified against its own tools only is scored against them alone, as if the registry's others
-        # were far away (`LabelledTurn.candidates`)
-        unseen = every - set(turn.candidates) if turn.candidates else set(exclude)
-        hits = search_excluding(slb, text, k, unseen, vec)
+        hits = search_excluding(slb, text, k, set(exclude), vec)
         if not hits:
             continue
         ce = scorer.score([text] * len(hits), [tool_text(h.key, registry.get(h.key)) for h in hits])
@@ -354,9 +344,8 @@ def _usable(labelled: Sequence[LabelledTurn], registry: Registry, seed: int, emb
     if dropped:
         log.warning("%d labelled turns name tools missing from the training registry; dropped", dropped)
     no_tool = [t for t in labelled if not t.tools]
-    if embedder is not None and twin_cos is not None:  # a turn with its own candidates contradicts no relevant turn
-        no_tool = [t for t in no_tool if t.candidates] + drop_contradicting([t for t in no_tool if not t.candidates],
-                                                                            relevant, embedder, twin_cos)
+    if embedder is not None and twin_cos is not None:
+        no_tool = drop_contradicting(no_tool, relevant, embedder, twin_cos)
     random.Random(seed).shuffle(no_tool)
     return relevant, no_tool
 
