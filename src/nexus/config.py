@@ -113,6 +113,9 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(Path(".nexus-cache"), description="where indexes and trained models are kept")
     embedder: str | None = Field(None, description="sentence-transformers folder; default: the tuned embedder shipped in "
                                  "models/embedder, else the packaged all-MiniLM-L6-v2 ('minilm' selects the packaged one)")
+    embedder_precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="the embedder's compute precision: auto = bfloat16 where the CPU has native bf16 "
+        "(AVX512-BF16/AMX), else float32")
     shipped_models: bool = Field(True, description="use the embedder and gate shipped in models/ when none is given "
                                  "(false: the packaged MiniLM, and only a gate trained into the cache)")
     # Both chosen on three BFCL dev registries (seeds 1-3, tools disjoint from the seed-0 test registry) by

@@ -158,7 +158,7 @@ class Nexus:
         if embedder is None:
             from nexus.slb import SentenceTransformerEmbedder
 
-            embedder = SentenceTransformerEmbedder(settings.embedder)
+            embedder = SentenceTransformerEmbedder(settings.embedder, precision=settings.embedder_precision)
         return cls(settings, registry if registry is not None else Registry(), embedder, backend=backend,
                    gate_factory=gate_factory, index_path=index_path, require_gate=require_gate)
 

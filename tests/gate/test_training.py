@@ -402,3 +402,22 @@ def test_unranked_turns_count_for_no_tool_but_not_for_the_route_certificate():
     assert unranked.report["coverage"] > with_errors.report["coverage"] + 0.05
     assert unranked.no_tool != clean.no_tool   # fitted with the 60 unranked turns among the relevant ones
     assert with_errors.no_tool.mean == pytest.approx(unranked.no_tool.mean)  # the same turns, ranked or not
+
+
+def test_the_split_point_chosen_for_training_is_the_one_saved_and_loaded(tmp_path):
+    """`nexus gate train --scorer split-cosine --joint-from 5`: the saved gate reads five layers per segment."""
+    import torch
+
+    from nexus.gate.training import TrainConfig, train_gate
+    from nexus.slb import HashEmbedder, SemanticLookasideBuffer
+
+    torch.set_num_threads(1)
+    reg, turns = _synthetic_registry()
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    config = TrainConfig(scorer="split-cosine", joint_from=5, max_length=48, max_steps=2, groups_per_step=2, negatives=3,
+                         hard_pool=8, cal_fraction=0.3, k=6)
+    model, _ = train_gate(reg, slb, turns, self_supervised=False, config=config, out_dir=tmp_path / "gate")
+    assert model.scorer.joint_from == 5
+    assert GateModel.load(tmp_path / "gate").scorer.joint_from == 5
+    assert train_gate(reg, slb, turns, self_supervised=False, config=replace(config, joint_from=None))[0].scorer.joint_from == 4

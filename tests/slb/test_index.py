@@ -137,3 +137,37 @@ def test_forget_queries_makes_the_next_lookup_embed_again():
     slb.forget_queries()
     slb.search("tool 3 please")
     assert Counting.calls == 2
+
+
+def test_bfloat16_embeddings_agree_with_float32_and_are_never_mixed_with_them(minilm):
+    """The embedder's bf16 compute (`NEXUS_EMBEDDER_PRECISION`) keeps the vectors and the ranking; an SLB that
+    adopts float32 rows embeds them again at bf16 rather than mixing the two in one table."""
+    from nexus.slb import SentenceTransformerEmbedder
+
+    bf16 = SentenceTransformerEmbedder(precision="bfloat16")
+    assert bf16.precision == "bfloat16" and bf16.id == minilm.id  # the same model: a gate calibrated on it still fits
+    texts = ["what time is it in Tokyo right now?", "Record changes to the git repository with a message",
+             "select all rows from the users table", "Thanks, that's all for today!"]
+    a, b = minilm.embed(texts), bf16.embed(texts)
+    assert b.dtype == np.float32 and b.shape == a.shape
+    assert float((a * b).sum(1).min()) >= 0.99
+    registry = Registry()
+    registry.set_source("s", [Tool("get_current_time", "Get the current time in a given IANA timezone", OBJ, "s"),
+                              Tool("git_commit", "Record changes to the git repository with a message", OBJ, "s"),
+                              Tool("read_query", "Execute a SELECT query on the SQLite database", OBJ, "s")])
+    fp32_slb = SemanticLookasideBuffer(minilm)
+    fp32_slb.sync(registry)
+    slb = SemanticLookasideBuffer(bf16)
+    slb.adopt_rows(fp32_slb)
+    assert slb.sync(registry).embedded == 3
+    for query in texts[:3]:
+        assert [h.key for h in slb.search(query, k=3)] == [h.key for h in fp32_slb.search(query, k=3)]
+
+
+def test_an_unknown_embedder_precision_is_refused():
+    from nexus.errors import ModelError
+    from nexus.slb.embedders import resolve_precision
+
+    with pytest.raises(ModelError, match="precision must be one of"):
+        resolve_precision("fp8")
+    assert resolve_precision("float32") == "float32"

@@ -51,6 +51,8 @@ def train(
     self_supervised: bool = typer.Option(True, "--self/--no-self", help="also train on pseudo-queries from the tools' docs"),
     base: Optional[Path] = typer.Option(None, help="HF cross-encoder/encoder folder to start from (default: packaged MiniLM)"),
     scorer: Optional[str] = typer.Option(None, help="segment-cosine (encoder folders) | cross-encoder (HF reranker folders); default NEXUS_GATE_SCORER"),
+    joint_from: Optional[int] = typer.Option(None, help="split-cosine: first of the layers read jointly (default: "
+                                             "the base's, else 4)"),
     out: Optional[Path] = typer.Option(None, help="model folder (default: <cache_dir>/gate/default)"),
     steps: Optional[int] = typer.Option(None, help="cap on optimiser steps (0: calibrate a ready cross-encoder as it is)"),
     epochs: Optional[float] = typer.Option(None, help="passes over the training groups (before the cap)"),
@@ -74,6 +76,8 @@ def train(
         config = replace(config, max_steps=steps)
     if epochs is not None:
         config = replace(config, epochs=epochs)
+    if joint_from is not None:
+        config = replace(config, joint_from=joint_from)
     err.print(f"[bold]gate train[/] {len(registry)} tools, {len(turns)} labelled turns, self-supervision {'on' if self_supervised else 'off'}")
     slb = _slb(registry, settings)
     target = out or settings.gate.model or settings.default_gate_dir()  # never into the shipped models/gate

@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 class TrainConfig:
     base_model: str | None = None       # HF folder; None: the packaged all-MiniLM-L6-v2
     scorer: str = "segment-cosine"       # segment-cosine | cross-encoder (a HF one-logit classifier; see scorers.SCORERS)
+    joint_from: int | None = None       # split-cosine: first layer run jointly (None: the base's, else JOINT_FROM)
     max_length: int = 96
     negatives: int = 5                  # per group, mined from the SLB
     hard_pool: int = 30                 # negatives come from the SLB's top `hard_pool`
@@ -447,7 +448,8 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     counts = {s: sum(1 for g in groups if g.source == s) for s in sorted({g.source for g in groups})}
     log.info("training groups %s; calibration: %d relevant, %d no-tool turns", counts, len(cal_rel), len(cal_nt))
 
-    scorer = make_scorer(config.scorer, config.base_model, max_length=config.max_length, seed=config.seed)
+    split = {"joint_from": config.joint_from} if config.joint_from is not None else {}
+    scorer = make_scorer(config.scorer, config.base_model, max_length=config.max_length, seed=config.seed, **split)
     if config.max_steps > 0:
         init_head(scorer, groups, config.seed)
     probe = random.Random(config.seed + 3).sample(list(groups), min(32, len(groups)))

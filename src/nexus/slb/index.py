@@ -26,7 +26,7 @@ import numpy as np
 from nexus.errors import IndexFileError
 from nexus.registry import Registry
 from nexus.signatures import retrieval_text
-from nexus.slb.embedders import Embedder
+from nexus.slb.embedders import Embedder, embedder_tag
 from nexus.slb.lexical import LexicalIndex
 from nexus.slb.quantize import int8_scores, quantize_rows, top_k
 from nexus.slb.store import load_index, save_index
@@ -108,11 +108,11 @@ class SemanticLookasideBuffer:
         return int(self.codes.nbytes + self.scales.nbytes)
 
     def _row_hash(self, text: str) -> str:
-        return hashlib.sha256(f"{self.embedder.id}\0{text}".encode()).hexdigest()
+        return hashlib.sha256(f"{embedder_tag(self.embedder)}\0{text}".encode()).hexdigest()
 
     def adopt_rows(self, other: "SemanticLookasideBuffer") -> None:
         """Start from `other`'s embedded rows (same embedder): the next `sync` embeds only texts it lacks."""
-        if other.embedder.id == self.embedder.id and not self.keep_fp32:
+        if embedder_tag(other.embedder) == embedder_tag(self.embedder) and not self.keep_fp32:
             self.row_hashes, self.codes, self.scales = list(other.row_hashes), other.codes, other.scales
 
     def sync(self, registry: Registry) -> SyncStats:
