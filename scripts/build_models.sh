@@ -11,6 +11,8 @@ STEPS=${STEPS:-1200}  # capped by one epoch (615 steps of 4 groups)
 CAP=${CAP:-500}
 mkdir -p "$WORK"
 export NEXUS_LEXICAL_WEIGHT=${NEXUS_LEXICAL_WEIGHT:-0.1}  # the SLB weights the gate is calibrated with (config default)
+# the shipped models were built with the embedder in float32; `auto` would make a rebuild depend on the CPU's bf16
+export NEXUS_EMBEDDER_PRECISION=${NEXUS_EMBEDDER_PRECISION:-float32}
 run() { echo "+ $*" >&2; nice -n 10 "$@"; }
 
 # 1. the evaluation registries (their tools are never trained on)
