@@ -408,7 +408,7 @@ def test_the_split_point_chosen_for_training_is_the_one_saved_and_loaded(tmp_pat
     """`nexus gate train --scorer split-cosine --joint-from 5`: the saved gate reads five layers per segment."""
     import torch
 
-    from nexus.gate.training import TrainConfig, train_gate
+    from nexus.gate.training import TrainConfig, TrainingError, train_gate
     from nexus.slb import HashEmbedder, SemanticLookasideBuffer
 
     torch.set_num_threads(1)
@@ -421,3 +421,5 @@ def test_the_split_point_chosen_for_training_is_the_one_saved_and_loaded(tmp_pat
     assert model.scorer.joint_from == 5
     assert GateModel.load(tmp_path / "gate").scorer.joint_from == 5
     assert train_gate(reg, slb, turns, self_supervised=False, config=replace(config, joint_from=None))[0].scorer.joint_from == 4
+    with pytest.raises(TrainingError, match="split-cosine scorer only"):
+        train_gate(reg, slb, turns, self_supervised=False, config=replace(config, scorer="segment-cosine"))
