@@ -133,3 +133,25 @@ def test_greedy_decoding_stuck_in_a_loop_stops_early_as_unfinished(backend):
     assert LOOP_SPAN <= out.completion_tokens < 200 and set(out.text) == {"l", "a"}
     normal = backend.generate(forecast_prompt("Forecast for Oslo for 3 days"), grammar=arguments_gbnf(SCHEMA))
     assert normal.finished and not normal.looped
+
+
+def test_the_grammar_filter_picks_the_best_allowed_token_however_far_down_the_logits_it_is(backend):
+    import numpy as np
+
+    from nexus.llm.native import GrammarConstraint
+
+    grammar = GrammarConstraint(backend.model, arguments_gbnf(SCHEMA))
+    vocab = len(backend.context.logits())
+    everything = grammar.allowed(np.arange(vocab))
+    assert 0 < everything.size < 16  # an object opens: '{' and a few spellings of it
+    assert set(grammar.allowed(np.concatenate([everything[::-1], np.arange(50)])).tolist()) == \
+        set(everything.tolist()) | set(grammar.allowed(np.arange(50)).tolist())
+    rng = np.random.default_rng(0)
+    for rank in (0, 100, 5000, 100_000):  # the best allowed token at this rank: tiers 1, 256, 8192, all
+        logits = rng.normal(size=vocab).astype(np.float32)
+        order = np.argsort(-logits)
+        target = int(everything[rng.integers(everything.size)])
+        logits[everything] = logits[order[min(rank + 50, vocab - 1)]] - 1.0  # every allowed token below the cut
+        logits[target] = (logits[order[rank]] + logits[order[rank + 1]]) / 2 if rank else logits[order[0]] + 1
+        assert grammar.best(logits) == target
+    grammar.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -444,42 +444,49 @@ class GrammarConstraint:
         self.ptr = L.llama_sampler_init_grammar(model.vocab, gbnf.encode("utf-8"), root.encode("utf-8"))
         if not self.ptr:
             raise GrammarError("llama.cpp rejected the grammar (see the GBNF parse error above)")
-        self._arrays: dict[int, tuple[ctypes.Array, object]] = {}
+        self._arrays: dict[int, tuple[ctypes.Array, Any, np.ndarray]] = {}
 
-    def _array(self, n: int):
+    def _array(self, n: int) -> tuple[Any, np.ndarray]:
+        """A `llama_token_data_array` of `n` entries and a numpy view of its entries (fields id, logit, p)."""
         L = _lib()
         if n not in self._arrays:
             data = (L.llama_token_data * n)()
             arr = L.llama_token_data_array(data=data, size=n, selected=-1, sorted=False)
-            self._arrays[n] = (data, arr)
-        return self._arrays[n]
+            self._arrays[n] = (data, arr, np.ctypeslib.as_array(data))
+        _, arr, view = self._arrays[n]
+        return arr, view
 
     def allowed(self, candidates: np.ndarray) -> np.ndarray:
-        """The subset of `candidates` (token ids) the grammar accepts next, in the same order."""
+        """The subset of `candidates` (token ids) the grammar accepts next, in the same order. The entries are
+        filled and read through a numpy view: the whole vocabulary (262k tokens) takes ~2 ms, not ~150 ms of
+        per-entry ctypes calls."""
         L = _lib()
         n = len(candidates)
-        data, arr = self._array(n)
-        for i, token in enumerate(candidates.tolist()):
-            data[i].id = token
-            data[i].logit = 0.0
-            data[i].p = 0.0
+        arr, view = self._array(n)
+        view["id"] = candidates
+        view["logit"] = 0.0
+        view["p"] = 0.0
         arr.size, arr.selected, arr.sorted = n, -1, False
         L.llama_sampler_apply(self.ptr, ctypes.byref(arr))
-        keep = [data[i].id for i in range(arr.size) if data[i].logit != float("-inf")]
-        return np.asarray(keep, dtype=np.int64)
+        kept = view[: arr.size]
+        return kept["id"][kept["logit"] != -np.inf].astype(np.int64)
 
-    def best(self, logits: np.ndarray, top: int = 256) -> int | None:
-        """The highest-scoring token the grammar allows, or None if it allows none (it is complete)."""
+    def best(self, logits: np.ndarray, tops: Sequence[int] = (256, 8192)) -> int | None:
+        """The highest-scoring token the grammar allows, or None if it allows none (it is complete). Each wider
+        set is tried only when the narrower one holds no allowed token; the first that does holds the answer
+        (it contains every token scoring above the ones left out)."""
         first = int(np.argmax(logits))
         if self.allowed(np.asarray([first])).size:
             return first
-        head = np.argpartition(logits, -top)[-top:]
-        ok = self.allowed(head)
-        if ok.size == 0:
-            ok = self.allowed(np.arange(len(logits)))
-            if ok.size == 0:
-                return None
-        return int(ok[np.argmax(logits[ok])])
+        for top in tops:
+            if top >= len(logits):
+                break
+            head = np.argpartition(logits, -top)[-top:]
+            ok = self.allowed(head)
+            if ok.size:
+                return int(ok[np.argmax(logits[ok])])
+        ok = self.allowed(np.arange(len(logits)))
+        return int(ok[np.argmax(logits[ok])]) if ok.size else None
 
     def accept(self, token: int) -> None:
         _lib().llama_sampler_accept(self.ptr, token)
