@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nexus.llm.grammars import _arguments_gbnf, arguments_gbnf, choice_gbnf, grammar_schema, normalise_schema
 
 
@@ -80,7 +82,8 @@ def test_required_zones_times_dates_and_paths_come_from_the_request():
         "day": {"type": "string", "format": "date"}, "path": {"type": "string"}, "note": {"type": "string"}},
         "required": ["source_timezone", "target_timezone", "time", "day", "path", "note"]}
     props = grammar_schema(schema, "Convert 3pm London time to Tokyo time on April 3rd 2024, log it to out/log.txt")["properties"]
-    assert props["source_timezone"]["enum"] == props["target_timezone"]["enum"] == ["Europe/London", "Asia/Tokyo"]
+    # the two zones, each on the side the request puts it ("London ... to Tokyo"; `nexus.llm.directions`)
+    assert props["source_timezone"]["enum"] == ["Europe/London"] and props["target_timezone"]["enum"] == ["Asia/Tokyo"]
     assert props["time"]["enum"] == ["15:00"] and props["day"]["enum"] == ["2024-04-03"] and "format" not in props["day"]
     assert props["path"]["enum"] == ["out/log.txt"] and "enum" not in props["note"]  # free text stays free
     free = grammar_schema(schema, "convert the time for me")["properties"]  # nothing stated: nothing narrowed
@@ -151,3 +154,47 @@ def test_numbers_anchored_to_several_parameters_anchor_none():
               "required": ["side1", "side2", "side3"]}
     props = grammar_schema(schema, "the lengths of its three sides: 3, 4, and 5")["properties"]
     assert props["side1"]["enum"] == props["side3"]["enum"] == [3, 4, 5]  # the request's numbers, not [3] each
+
+
+CONVERT = {"type": "object", "properties": {
+    "from_currency": {"type": "string", "description": "currency code"},
+    "to_currency": {"type": "string", "description": "currency code"},
+    "start_time": {"type": "string", "description": "HH:MM"}, "end_time": {"type": "string", "description": "HH:MM"},
+    "amount": {"type": "number"}}, "required": ["from_currency", "to_currency", "amount"]}
+
+
+@pytest.mark.parametrize("request_, source, target", [
+    ("Find the conversion rate from Euro to Dollar at January 1, 2022", "EUR", "USD"),
+    ("Convert 150 USD into euros", "USD", "EUR"),
+    ("How many euros do I get for 100 dollars? I want to go to EUR from USD", "USD", "EUR"),   # "to" before "from"
+    ("How much will 20000 Japanese Yen be in United States Dollar?", "JPY", "USD"),            # "in" when no "to"
+])
+def test_a_from_to_pair_gets_each_stated_value_on_the_side_the_request_puts_it(request_, source, target):
+    props = grammar_schema(CONVERT, request_)["properties"]
+    assert props["from_currency"]["enum"] == [source] and props["to_currency"]["enum"] == [target]
+
+
+def test_a_pair_the_request_does_not_place_keeps_both_values():
+    for request_ in ("Compare the Euro and the Dollar over 100 units",   # no cue
+                     "Euro or Dollar: from which to which? 100"):         # both values after "from", none after "to"
+        props = grammar_schema(CONVERT, request_)["properties"]
+        assert props["from_currency"]["enum"] == props["to_currency"]["enum"] == ["EUR", "USD"]
+
+
+def test_start_and_end_times_follow_from_and_to_whatever_their_clock_order():
+    schema = dict(CONVERT, required=["start_time", "end_time"])
+    props = grammar_schema(schema, "Block my calendar from 9pm to 7am")["properties"]
+    assert props["start_time"]["enum"] == ["21:00"] and props["end_time"]["enum"] == ["07:00"]
+
+
+def test_a_list_of_choices_holds_the_ones_the_request_names_once_each():
+    schema = {"type": "object", "properties": {
+        "location": {"type": "string"},
+        "facilities": {"type": "array", "items": {"type": "string", "enum": ["Wi-Fi", "Reading Room", "Fiction", "Children Section"]}}},
+        "required": ["location", "facilities"]}
+    props = grammar_schema(schema, "Locate the nearest public library in Boston with English fiction section and free Wi-Fi.")["properties"]
+    assert props["facilities"]["items"]["enum"] == ["Wi-Fi", "Fiction"]
+    assert (props["facilities"]["minItems"], props["facilities"]["maxItems"]) == (1, 2)
+    # none named: every choice stays, and the list is capped by what the request separates
+    props = grammar_schema(schema, "Find a library in Boston and Cambridge")["properties"]
+    assert len(props["facilities"]["items"]["enum"]) == 4 and props["facilities"]["maxItems"] == 2

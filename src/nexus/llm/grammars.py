@@ -71,9 +71,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     required top-level number taken from the numbers the request states, when it states any (optional numbers
     stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Each
     written parameter takes what the request ties to it when it ties anything (`_anchored`: a choice it names, a
-    number next to its name, an id after it), and a list of scalars has at most as many items as the request
-    separates. Validation still checks the tool's own schema; this only narrows what the model may write."""
-    from nexus.llm import anchors
+    number next to its name, an id after it), a from/to pair of stated values is put the way round the request
+    puts it (`nexus.llm.directions`), and a list of scalars has at most as many items as the request separates. Validation still checks the tool's own schema; this only narrows what the model may write."""
+    from nexus.llm import anchors, directions
     from nexus.llm.values import is_rate_parameter, mentioned, percent_only, request_numbers
 
     out = normalise_schema(schema)
@@ -87,10 +87,25 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             out["required"] = [n for n in props if n in required or n in promoted]
     written = set(out.get("required") or [])
     shared = _shared_anchors(props, written, request) if request else set()
+    stated_by_name = {n: _stated_choices(n, sub, request) for n, sub in props.items()
+                      if request and n in required and isinstance(sub, dict) and "enum" not in sub}
+    if request:  # a from/to pair offered the same two values: each side gets the one the request puts there
+        stated_by_name.update(directions.directed({n: v for n, v in stated_by_name.items() if v}, request,
+                                                  lambda n, text: _stated_choices(n, props[n], text)))
     for name, sub in props.items():
         if not isinstance(sub, dict) or "pattern" in sub:
             continue
-        if request and sub.get("type") == "array" and "maxItems" not in sub and _scalar_items(sub):
+        if request and sub.get("type") == "array" and _enum_items(sub):
+            # a list of choices: the ones the request names, one each ("English fiction section and free Wi-Fi" ->
+            # ["Fiction", "Wi-Fi"]); uncapped, the model repeated them until the token cap cut the call off
+            named = anchors.stated_choices(sub["items"], request, 1)
+            low = int(sub.get("minItems", 1 if name in required else 0))
+            if named and len(named) >= low:
+                sub["items"]["enum"] = named
+            sub.setdefault("maxItems", max(len(named) if named else anchors.max_list_items(request), low, 1))
+            if name in required:
+                sub.setdefault("minItems", 1)
+        elif request and sub.get("type") == "array" and "maxItems" not in sub and _scalar_items(sub):
             sub["maxItems"] = max(anchors.max_list_items(request), int(sub.get("minItems", 1)))
             if name in required:  # the model writes [] for "data: 85, 90, 88"; a required list has items
                 sub.setdefault("minItems", 1)
@@ -107,7 +122,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             continue
         if "enum" in sub:
             continue
-        stated = _stated_choices(name, sub, request) if request and name in required else []
+        stated = stated_by_name.get(name, [])
         if stated:
             sub["enum"] = stated
             sub.pop("format", None)
@@ -146,6 +161,11 @@ def _shared_anchors(props: Mapping[str, Any], written: set[str], request: str) -
         if values:
             seen.setdefault(repr(values), []).append(name)
     return {name for names in seen.values() if len(names) > 1 for name in names}
+
+
+def _enum_items(schema: Mapping[str, Any]) -> bool:
+    items = schema.get("items")
+    return isinstance(items, Mapping) and isinstance(items.get("enum"), list) and items.get("type") in ("string", None)
 
 
 def _scalar_items(schema: Mapping[str, Any]) -> bool:

@@ -1,0 +1,77 @@
+"""Which of two stated values goes to the source parameter and which to the target: "from Euro to Dollar" gives
+`from_currency` EUR and `to_currency` USD, "20000 Japanese Yen in US Dollars" `base_currency` JPY.
+
+The grammar offers a required currency, zone, time, date or path parameter only the values of that kind the request
+states (`nexus.llm.grammars._stated_choices`); a pair such as from/to then gets the same two values each, and the
+small model often writes them the wrong way round (dev: `from_currency: USD` for "from Euro to Dollar"). Here each
+side of a pair is narrowed to the one value the request places after its cue word: "from" for the source, "to" /
+"into" (else "in") for the target, each read up to the other cue. Nothing is narrowed unless the request places
+exactly one of the two values on a side.
+
+>>> from nexus.llm.currencies import request_currencies
+>>> stated = {"from_currency": ["EUR", "USD"], "to_currency": ["EUR", "USD"]}
+>>> directed(stated, "the rate from Euro to Dollar", lambda name, text: request_currencies(text))
+{'from_currency': ['EUR'], 'to_currency': ['USD']}
+>>> directed({"base_currency": ["JPY", "USD"], "target_currency": ["JPY", "USD"]},
+...          "How much will 20000 Japanese Yen be in United States Dollar?", lambda name, text: request_currencies(text))
+{'base_currency': ['JPY'], 'target_currency': ['USD']}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Mapping, Sequence
+
+from nexus.llm.values import words
+
+SOURCE = frozenset("from source src base origin start departure depart input sell".split())
+TARGET = frozenset("to target dest destination end arrival arrive output into quote buy".split())
+_FROM = re.compile(r"\bfrom\b", re.I)
+_TO = (re.compile(r"\b(?:to|into)\b", re.I), re.compile(r"\bin\b", re.I))
+
+
+def direction(name: str) -> str | None:
+    """"source" or "target" when a parameter's name says which end it is (`from_currency`, `targetTimezone`)."""
+    parts = set(words(name))
+    is_source, is_target = bool(parts & SOURCE), bool(parts & TARGET)
+    return "source" if is_source and not is_target else "target" if is_target and not is_source else None
+
+
+def _sides(request: str) -> tuple[str | None, str | None]:
+    """The request's text after its "from" cue and after its "to" cue, each up to the other cue when it follows."""
+    source = _FROM.search(request)
+    for pattern in _TO:
+        target = next((m for m in pattern.finditer(request) if source is None or m.start() != source.start()), None)
+        if target is not None:
+            break
+    if source is None:
+        return None, request[target.end():] if target else None
+    if target is None:
+        return request[source.end():], None
+    if source.start() < target.start():
+        return request[source.end():target.start()], request[target.end():]
+    return request[source.end():], request[target.end():source.start()]
+
+
+def directed(stated: Mapping[str, Sequence[str]], request: str,
+             choices_in: Callable[[str, str], Sequence[str]]) -> dict[str, list[str]]:
+    """For each source/target pair of parameters offered the same two values, the one value each side gets
+    (`choices_in(name, text)`: the values of that parameter's kind the text states); pairs the request does not
+    place are left out."""
+    out: dict[str, list[str]] = {}
+    ends = {name: direction(name) for name in stated}
+    for source in (n for n, end in ends.items() if end == "source"):
+        values = list(stated[source])
+        target = next((n for n, end in ends.items() if end == "target" and list(stated[n]) == values and n not in out), None)
+        if target is None or len(values) != 2 or source in out:
+            continue
+        before, after = _sides(request)
+        sides = [[v for v in values if v in set(choices_in(source, text))] if text is not None else [] for text in (before, after)]
+        from_source = sides[0][0] if len(sides[0]) == 1 else None
+        from_target = next(v for v in values if v != sides[1][0]) if len(sides[1]) == 1 else None
+        if from_source and from_target and from_source != from_target:
+            continue  # the two sides disagree: leave both values to the model
+        placed = from_source or from_target
+        if placed is not None:
+            out[source], out[target] = [placed], [next(v for v in values if v != placed)]
+    return out
