@@ -168,6 +168,7 @@ CONVERT = {"type": "object", "properties": {
     ("Convert 150 USD into euros", "USD", "EUR"),
     ("How many euros do I get for 100 dollars? I want to go to EUR from USD", "USD", "EUR"),   # "to" before "from"
     ("How much will 20000 Japanese Yen be in United States Dollar?", "JPY", "USD"),            # "in" when no "to"
+    ("I want to convert 100 from Euro to Dollar", "EUR", "USD"),                                # the "to" after "from"
 ])
 def test_a_from_to_pair_gets_each_stated_value_on_the_side_the_request_puts_it(request_, source, target):
     props = grammar_schema(CONVERT, request_)["properties"]

@@ -38,10 +38,14 @@ def direction(name: str) -> str | None:
 
 
 def _sides(request: str) -> tuple[str | None, str | None]:
-    """The request's text after its "from" cue and after its "to" cue, each up to the other cue when it follows."""
+    """The request's text after its "from" cue and after its "to" cue (the first after "from" when there is one: "I
+    want to convert it from EUR to USD"), each up to the other cue when it follows."""
     source = _FROM.search(request)
+    target = None
     for pattern in _TO:
-        target = next((m for m in pattern.finditer(request) if source is None or m.start() != source.start()), None)
+        matches = list(pattern.finditer(request))
+        later = [m for m in matches if source is not None and m.start() > source.start()]
+        target = (later or matches or [None])[0]
         if target is not None:
             break
     if source is None:

@@ -72,7 +72,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Each
     written parameter takes what the request ties to it when it ties anything (`_anchored`: a choice it names, a
     number next to its name, an id after it), a from/to pair of stated values is put the way round the request
-    puts it (`nexus.llm.directions`), and a list of scalars has at most as many items as the request separates. Validation still checks the tool's own schema; this only narrows what the model may write."""
+    puts it (`nexus.llm.directions`), a list of choices holds the ones the request names, and a list of scalars has
+    at most as many items as the request separates. Validation still checks the tool's own schema; this only
+    narrows what the model may write."""
     from nexus.llm import anchors, directions
     from nexus.llm.values import is_rate_parameter, mentioned, percent_only, request_numbers
 
