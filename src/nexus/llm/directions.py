@@ -57,6 +57,14 @@ def _sides(request: str) -> tuple[str | None, str | None]:
     return request[source.end():], request[target.end():source.start()]
 
 
+def _stated_on(text: str | None, values: Sequence[str], choices_in: Callable[[str], Sequence[str]]) -> list[str]:
+    """Which of `values` one side of the request states (none for a side without its cue), each looked up once."""
+    if text is None:
+        return []
+    found = set(choices_in(text))
+    return [v for v in values if v in found]
+
+
 def directed(stated: Mapping[str, Sequence[str]], request: str,
              choices_in: Callable[[str, str], Sequence[str]]) -> dict[str, list[str]]:
     """For each source/target pair of parameters offered the same two values, the one value each side gets
@@ -64,18 +72,18 @@ def directed(stated: Mapping[str, Sequence[str]], request: str,
     place are left out."""
     out: dict[str, list[str]] = {}
     ends = {name: direction(name) for name in stated}
+    sides = _sides(request)
     for source in (n for n, end in ends.items() if end == "source"):
         values = list(stated[source])
         target = next((n for n, end in ends.items() if end == "target" and list(stated[n]) == values and n not in out), None)
-        if target is None or len(values) != 2 or source in out:
+        if target is None or len(values) != 2:
             continue
-        before, after = _sides(request)
-        sides = [[v for v in values if v in set(choices_in(source, text))] if text is not None else [] for text in (before, after)]
-        from_source = sides[0][0] if len(sides[0]) == 1 else None
-        from_target = next(v for v in values if v != sides[1][0]) if len(sides[1]) == 1 else None
-        if from_source and from_target and from_source != from_target:
+        on_source, on_target = (_stated_on(text, values, lambda t: choices_in(source, t)) for text in sides)
+        by_source = on_source[0] if len(on_source) == 1 else None
+        by_target = next(v for v in values if v != on_target[0]) if len(on_target) == 1 else None  # the other one
+        if by_source and by_target and by_source != by_target:
             continue  # the two sides disagree: leave both values to the model
-        placed = from_source or from_target
+        placed = by_source or by_target
         if placed is not None:
             out[source], out[target] = [placed], [next(v for v in values if v != placed)]
     return out

@@ -97,18 +97,16 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     for name, sub in props.items():
         if not isinstance(sub, dict) or "pattern" in sub:
             continue
-        if request and sub.get("type") == "array" and _enum_items(sub):
-            # a list of choices: the ones the request names, one each ("English fiction section and free Wi-Fi" ->
-            # ["Fiction", "Wi-Fi"]); uncapped, the model repeated them until the token cap cut the call off
-            named = anchors.stated_choices(sub["items"], request, 1)
+        kind = _list_kind(sub) if request and sub.get("type") == "array" else None
+        if kind == "choices" or (kind == "scalars" and "maxItems" not in sub):
+            # at most as many items as the request separates; a list of choices holds the ones the request names,
+            # one each ("English fiction section and free Wi-Fi" -> ["Fiction", "Wi-Fi"]): uncapped, the model
+            # repeated items until the token cap cut the call off
             low = int(sub.get("minItems", 1 if name in required else 0))
+            named = anchors.stated_choices(sub["items"], request, 1) if kind == "choices" else []
             if named and len(named) >= low:
                 sub["items"]["enum"] = named
-            sub.setdefault("maxItems", max(len(named) if named else anchors.max_list_items(request), low, 1))
-            if name in required:
-                sub.setdefault("minItems", 1)
-        elif request and sub.get("type") == "array" and "maxItems" not in sub and _scalar_items(sub):
-            sub["maxItems"] = max(anchors.max_list_items(request), int(sub.get("minItems", 1)))
+            sub.setdefault("maxItems", max(len(named) or anchors.max_list_items(request), low, 1))
             if name in required:  # the model writes [] for "data: 85, 90, 88"; a required list has items
                 sub.setdefault("minItems", 1)
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
@@ -165,14 +163,14 @@ def _shared_anchors(props: Mapping[str, Any], written: set[str], request: str) -
     return {name for names in seen.values() if len(names) > 1 for name in names}
 
 
-def _enum_items(schema: Mapping[str, Any]) -> bool:
+def _list_kind(schema: Mapping[str, Any]) -> str | None:
+    """"choices" for a list of enum strings, "scalars" for a list of free strings or numbers, else None."""
     items = schema.get("items")
-    return isinstance(items, Mapping) and isinstance(items.get("enum"), list) and items.get("type") in ("string", None)
-
-
-def _scalar_items(schema: Mapping[str, Any]) -> bool:
-    items = schema.get("items")
-    return isinstance(items, Mapping) and items.get("type") in ("string", "number", "integer") and "enum" not in items
+    if not isinstance(items, Mapping):
+        return None
+    if "enum" in items:
+        return "choices" if isinstance(items["enum"], list) and items.get("type") in ("string", None) else None
+    return "scalars" if items.get("type") in ("string", "number", "integer") else None
 
 
 def _as_fractions(options: list[Any], schema: Mapping[str, Any], percents: set[float]) -> list[Any]:

@@ -444,7 +444,7 @@ class GrammarConstraint:
         self.ptr = L.llama_sampler_init_grammar(model.vocab, gbnf.encode("utf-8"), root.encode("utf-8"))
         if not self.ptr:
             raise GrammarError("llama.cpp rejected the grammar (see the GBNF parse error above)")
-        self._arrays: dict[int, tuple[ctypes.Array, Any, np.ndarray]] = {}
+        self._arrays: dict[int, tuple[Any, np.ndarray]] = {}
 
     def _array(self, n: int) -> tuple[Any, np.ndarray]:
         """A `llama_token_data_array` of `n` entries and a numpy view of its entries (fields id, logit, p)."""
@@ -452,14 +452,13 @@ class GrammarConstraint:
         if n not in self._arrays:
             data = (L.llama_token_data * n)()
             arr = L.llama_token_data_array(data=data, size=n, selected=-1, sorted=False)
-            self._arrays[n] = (data, arr, np.ctypeslib.as_array(data))
-        _, arr, view = self._arrays[n]
-        return arr, view
+            self._arrays[n] = (arr, np.ctypeslib.as_array(data))  # the view keeps `data` alive
+        return self._arrays[n]
 
     def allowed(self, candidates: np.ndarray) -> np.ndarray:
         """The subset of `candidates` (token ids) the grammar accepts next, in the same order. The entries are
-        filled and read through a numpy view: the whole vocabulary (262k tokens) takes ~2 ms, not ~150 ms of
-        per-entry ctypes calls."""
+        filled and read through a numpy view, not one ctypes call per entry: the whole vocabulary (262k tokens)
+        took 38 ms instead of 133 ms, most of it llama.cpp's own grammar check."""
         L = _lib()
         n = len(candidates)
         arr, view = self._array(n)
