@@ -214,3 +214,29 @@ def test_a_looping_generation_is_rejected_as_a_loop_not_as_the_token_cap():
     caller = ToolCaller(None, reg, max_arg_tokens=64)
     assert "loop" in caller.validate("ping", '{"host": "lalala', finished=False, looped=True)[1]
     assert caller.validate("ping", '{"host": "lalala', finished=False)[1] == "the arguments were cut off after 64 tokens"
+
+
+CONVERT = Tool("convert_time", "Convert a time between time zones.", {
+    "type": "object", "properties": {
+        "source_timezone": {"type": "string", "description": "Source IANA timezone name"},
+        "time": {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"},
+        "target_timezone": {"type": "string", "description": "Target IANA timezone name"}},
+    "required": ["source_timezone", "time", "target_timezone"]}, "s")
+NOW = Tool("get_current_time", "Current time in a time zone.", {
+    "type": "object", "properties": {"timezone": {"type": "string", "description": "IANA timezone name"}},
+    "required": ["timezone"]}, "s")
+
+
+@pytest.mark.parametrize("turn, weighted", [("What time is it in Tokyo right now?", True),
+                                            ("Convert 3pm Tokyo time to London time", False)])
+def test_a_shortlisted_tool_that_would_invent_a_time_is_weighted_down(turn, weighted):
+    reg = Registry()
+    reg.set_source("s", [CONVERT, NOW])
+    backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_current_time"])
+    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "convert_time", "get_current_time"))
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))  # options best-ranked last
+    assert sum(prior.values()) == pytest.approx(1.0)
+    if weighted:  # convert_time needs a clock time the request does not state: 0.9 * 0.1 against 0.1
+        assert prior["convert_time"] == pytest.approx(0.09 / 0.19) and prior["get_current_time"] > prior["convert_time"]
+    else:  # both tools can be filled from the request: the gate's prior as it is
+        assert prior["convert_time"] == pytest.approx(0.9)

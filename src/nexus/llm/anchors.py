@@ -112,7 +112,26 @@ def anchored_numbers(name: str, request: str) -> list[float]:
             percent = token.endswith("%") or tokens[i + 1:i + 2] == ["percent"]
             values = (number, number / 100) if percent else (number * scale,)
             found += [v for v in values if v not in found]
-    return found
+    return found + [v for v in coordinates(name, request) if v not in found]
+
+
+_COORDINATE = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s*(°)?\s*([NSEW])\b")
+_AXES = {"lat": "NS", "latitude": "NS", "lon": "EW", "lng": "EW", "long": "EW", "longitude": "EW"}
+
+
+def coordinates(name: str, request: str) -> list[float]:
+    """For a latitude or longitude parameter (by its name), the coordinates the request writes with a hemisphere
+    of its axis ("37.8651 N, 119.5383 W": latitude 37.8651, longitude -119.5383); south and west are negative.
+
+    >>> coordinates("longitude", "at 37.8651 N, 119.5383 W"), coordinates("lat", "33°S 151°E"), coordinates("x", "1.5 N")
+    ([-119.5383], [-33.0], [])
+    """
+    axes = {_AXES[w] for w in words(name) if w in _AXES}
+    if len(axes) != 1:
+        return []
+    axis = axes.pop()
+    return [(-1 if side in "SW" else 1) * float(number) for number, degree, side in _COORDINATE.findall(request or "")
+            if side in axis and (degree or "." in number)]
 
 
 def anchored_ids(name: str, request: str) -> list[str]:

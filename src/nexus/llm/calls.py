@@ -33,13 +33,16 @@ from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.llm.values import normalise_arguments
+from nexus.llm.values import normalise_arguments, unstated_required
 from nexus.registry import Registry
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS = 64
 ANY_OBJECT = {"type": "object"}  # the grammar of last resort: any JSON object (validation still checks the schema)
 SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
+
+
+UNSTATED_PRIOR = 0.1  # a shortlisted tool whose required zone / date / time the request does not state (dev, session 12)
 
 
 def rank_prior(p_top1: float, n: int) -> list[float]:
@@ -187,7 +190,7 @@ class ToolCaller:
             first = self.attempt(turn, [decision.candidates[0].key], "schema", history, blocks=True)
         elif decision.action is Action.SHORTLIST:
             ranked = [h.key for h in decision.candidates]
-            prior = rank_prior(decision.p_top1, len(ranked)) if self.fuse_prior else None
+            prior = self._grounded(rank_prior(decision.p_top1, len(ranked)), ranked, turn) if self.fuse_prior else None
             # best-ranked last, next to the request: small models pick what they read last (measured)
             first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None, blocks=True,
                                  schema_prompt=self.shortlist_view == "two-prompts")
@@ -208,6 +211,18 @@ class ToolCaller:
         return ToolCall(fallback.tool, fallback.arguments, None, fallback.valid, Action.FALLBACK, fallback.attempts,
                         fallback.errors, t_end=fallback.t_end, fallback_truncated=fallback.fallback_truncated,
                         t_call_first_arg=fallback.t_call_first_arg, **common)
+
+    def _grounded(self, prior: list[float], keys: Sequence[str], turn: str) -> list[float]:
+        """The prior with each tool that would have to invent a required zone, date or time the request does not
+        state (`unstated_required`) weighted down by UNSTATED_PRIOR, renormalised; unchanged when every tool or none
+        would. A soft weight: the model still overrides it when it is confident."""
+        if not self.normalise:
+            return prior
+        unstated = [bool(unstated_required(self.registry.get(k).input_schema, turn)) for k in keys]
+        if all(unstated) or not any(unstated):
+            return prior
+        weighted = [p * (UNSTATED_PRIOR if u else 1.0) for p, u in zip(prior, unstated)]
+        return [w / sum(weighted) for w in weighted]
 
     def repair(self, turn: str, first: _Attempt, history: Sequence[Exchange] = ()) -> tuple[dict[str, Any] | None, str | None, Generation]:
         """The one repair a rejected attempt gets: its tool's full schema, the rejected JSON and the validator's

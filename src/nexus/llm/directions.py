@@ -15,6 +15,10 @@ exactly one of the two values on a side.
 >>> directed({"base_currency": ["JPY", "USD"], "target_currency": ["JPY", "USD"]},
 ...          "How much will 20000 Japanese Yen be in United States Dollar?", lambda name, text: request_currencies(text))
 {'base_currency': ['JPY'], 'target_currency': ['USD']}
+>>> from nexus.llm.values import request_zones
+>>> directed({"source_timezone": ["America/Chicago", "Europe/Berlin"], "target_timezone": ["America/Chicago", "Europe/Berlin"]},
+...          "If it's 2:30pm in Chicago, what time is it in Berlin?", lambda name, text: request_zones(text))
+{'source_timezone': ['America/Chicago'], 'target_timezone': ['Europe/Berlin']}
 """
 
 from __future__ import annotations
@@ -57,6 +61,16 @@ def _sides(request: str) -> tuple[str | None, str | None]:
     return request[source.end():], request[target.end():source.start()]
 
 
+_QUANTITY = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\d[\d,.]*", re.I)
+
+
+def _after_quantity(request: str) -> str | None:
+    """The few words right after the request's first clock time or amount ("2:30pm in Chicago", "100 USD"): the
+    value stated there is what the time or amount is given in, so it is the source when the cues place nothing."""
+    match = _QUANTITY.search(request)
+    return " ".join(request[match.end():].split()[:3]) if match else None
+
+
 def _stated_on(text: str | None, values: Sequence[str], choices_in: Callable[[str], Sequence[str]]) -> list[str]:
     """Which of `values` one side of the request states (none for a side without its cue), each looked up once."""
     if text is None:
@@ -84,6 +98,9 @@ def directed(stated: Mapping[str, Sequence[str]], request: str,
         if by_source and by_target and by_source != by_target:
             continue  # the two sides disagree: leave both values to the model
         placed = by_source or by_target
+        if placed is None:  # "If it's 2:30pm in Chicago, what time is it in Berlin?": Chicago is the source
+            near = _stated_on(_after_quantity(request), values, lambda t: choices_in(source, t))
+            placed = near[0] if len(near) == 1 else None
         if placed is not None:
             out[source], out[target] = [placed], [next(v for v in values if v != placed)]
     return out

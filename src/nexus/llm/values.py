@@ -265,6 +265,8 @@ def is_path_parameter(name: str, schema: Mapping[str, Any]) -> bool:
 
 SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _AFTER_NUMBER = re.compile(r"\s*(%|percent\b|thousand\b|million\b|billion\b|trillion\b)?", re.I)
+# a coordinate with its hemisphere ("37.8651 N, 119.5383 W", "33°S"): south and west are negative
+_HEMISPHERE = re.compile(r"(°)?\s*([NSEW])\b")
 
 
 def _numbers(request: str) -> list[tuple[float, str]]:
@@ -276,6 +278,9 @@ def _numbers(request: str) -> list[tuple[float, str]]:
         except ValueError:
             continue
         after = _AFTER_NUMBER.match(request, match.end()).group(1) or ""
+        side = _HEMISPHERE.match(request, match.end())
+        if side and (side.group(1) or "." in match.group(0)) and side.group(2) in "SW":
+            number = -abs(number)
         out.append((number, "%" if after in ("%", "percent") else after.lower()))
     return out
 
@@ -287,6 +292,8 @@ def request_numbers(request: str) -> set[float]:
     [0.08, 2.0, 2.5, 8.0, 2500000.0]
     >>> sorted(request_numbers("sides 2,3,4 cost $12,500,000.50")), sorted(request_numbers("1,2345"))
     ([2.0, 3.0, 4.0, 12500000.5], [1.0, 2345.0])
+    >>> sorted(request_numbers("at 37.8651 N, 119.5383 W")), sorted(request_numbers("33°S 5 S"))
+    ([-119.5383, 37.8651], [-33.0, 5.0])
     """
     found: set[float] = set()
     for number, after in _numbers(request):
@@ -349,6 +356,36 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
     if isinstance(value, list):
         return any(stated(name, item, request) for item in value)
     return True  # objects: their fields are the model's structure, not a value to look up
+
+
+def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
+    """The required parameters that take a time zone, a date or a clock time when the request states none of that
+    kind: a call to this tool would have to invent them ("What time is it in Tokyo?" gives `convert_time` no `time`).
+
+    >>> schema = {"type": "object", "required": ["timezone", "time"], "properties": {
+    ...     "timezone": {"type": "string", "description": "IANA timezone name"},
+    ...     "time": {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}}}
+    >>> unstated_required(schema, "What time is it in Tokyo right now?"), unstated_required(schema, "3pm in Tokyo")
+    (['time'], [])
+    """
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    out = []
+    for name in schema.get("required") or []:
+        sub = props.get(name)
+        if not isinstance(sub, Mapping):
+            continue
+        fmt = "date" if sub.get("format") == "date" or date_layout(sub) else value_format(sub)
+        if is_zone_parameter(name, sub):
+            missing = not request_zones(request)
+        elif fmt == "date":
+            missing = not request_dates(request)
+        elif fmt == "time":
+            missing = not request_times(request)
+        else:
+            continue
+        if missing:
+            out.append(name)
+    return out
 
 
 def _choices(schema: Mapping[str, Any]) -> list[str]:
@@ -425,8 +462,14 @@ def flag_in_request(name: str, schema: Mapping[str, Any], request: str) -> Any:
 
 
 # -- the pass over one call's arguments ---------------------------------------------------------------
-def normalise_value(name: str, schema: Mapping[str, Any], value: Any) -> Any:
-    """One value in the form its schema asks for (zone, date, time, enum spelling); unchanged otherwise."""
+def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: str = "") -> Any:
+    """One value in the form its schema asks for (zone, date, time, enum spelling); unchanged otherwise. A date
+    without a year takes the year the request gives the same date ("April 15th ... April 22nd 2023"), else this
+    year's.
+
+    >>> normalise_value("day", {"type": "string", "format": "date"}, "April 15th", "April 15th to April 22nd 2023")
+    '2023-04-15'
+    """
     if not isinstance(value, str):
         return value
     if isinstance(schema.get("enum"), list) and value not in schema["enum"]:
@@ -436,7 +479,10 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any) -> Any:
         return to_zone(value) or value
     fmt = value_format(schema)
     if fmt == "date":
-        return to_iso_date(value) or value
+        iso = to_iso_date(value)
+        if iso and not YEAR.search(value):
+            iso = next((d for d in request_full_dates(request) if d[5:] == iso[5:]), iso)
+        return iso or value
     if fmt == "time":
         return to_hh_mm(value) or value
     return value
@@ -477,10 +523,18 @@ def whole_word(value: str, request: str) -> str:
 
     >>> whole_word("AGTCGATCGAAC", "Analyze 'AGTCGATCGAACGTACG' now"), whole_word("Paris", "Parisian food in Paris")
     ('AGTCGATCGAACGTACG', 'Paris')
+    >>> whole_word("C", "What key signature does C# major have?"), whole_word("C", "C major, not C#")
+    ('C#', 'C')
     """
-    if len(value) < 3 or not value[-1].isalnum():
+    if not value or not value[-1].isalnum():
         return value
     ends = [m.end() for m in re.finditer(rf"(?<!\w){re.escape(value)}", request or "")]
+    # a name that ends in '#' or '+' ("C#", "C++", "F#"): the model stops before the sign
+    signs = [re.match(r"[#+]+(?![\w#+])", request[end:]) for end in ends]
+    if ends and all(signs):
+        return value + signs[0].group(0)
+    if len(value) < 3:
+        return value
     if not ends or any(end == len(request) or not request[end].isalnum() for end in ends):
         return value
     tail = re.match(r"[A-Za-z0-9]+", request[ends[0]:])
@@ -515,7 +569,7 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
     out = {}
     for name, value in arguments.items():
         sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
-        value = normalise_value(name, sub, value)
+        value = normalise_value(name, sub, value, request)
         layout = date_layout(sub) if isinstance(value, str) else None
         if layout:  # a date in the layout the description spells out ("MM/DD/YYYY")
             value = to_layout(value, layout, request)
