@@ -73,6 +73,16 @@ def test_no_tool_turn_has_no_ttfat(parts):
     assert routed.call.answer == "Glad to help." and routed.call.tool is None and routed.timings.ttfat_ms is None
 
 
+@pytest.mark.parametrize("turn", ["", "   \n"])
+def test_a_blank_turn_calls_no_tool_even_after_a_tool_turn(parts, turn):
+    registry, slb = parts
+    gate = ScriptedGate(Action.ROUTE)
+    router = Router(registry, slb, gate, ScriptedBackend(answers=["How can I help?"]))
+    history = [Exchange("time in Tokyo?", "get_time", {"timezone": "Asia/Tokyo"}, "10:00")]
+    routed = router.route(turn, history)
+    assert routed.decision.action is Action.NO_TOOL and routed.call.tool is None and gate.seen == []
+
+
 def test_history_reaches_the_gate_always_and_the_llm_only_for_follow_ups(parts):
     registry, slb = parts
     gate = ScriptedGate(Action.ROUTE)

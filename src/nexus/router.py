@@ -168,6 +168,8 @@ class Router:
         cross-encoder reads them on a second thread while the turn is embedded (`Prescored`): the same pairs in
         one batch, so the same decision, with the two models on the two cores instead of one after the other.
         The gate ms then count only what was left after the lookup."""
+        if not turn.strip():  # a blank turn asks for nothing: it never borrows the turn before it for a tool
+            return Decision(Action.NO_TOOL, (), 0.0, 1.0), 0.0, 0.0
         start = time.perf_counter()
         texts = [turn, contextual_turn(turn, history, getattr(self.gate, "context_turns", 2))]
         if getattr(self.gate, "per_request", 0) > 0:

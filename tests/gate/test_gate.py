@@ -52,6 +52,12 @@ def test_rerank_puts_the_cross_encoder_choice_first(setup):
     assert d.p_top1 > off.p_top1 and d.p_no_tool < off.p_no_tool
 
 
+def test_a_blank_turn_is_no_tool_and_borrows_nothing(setup):
+    reg, slb = setup
+    d = _gate(reg, slb).decide("  ", history=["what's the weather forecast in Paris"])
+    assert d.action is Action.NO_TOOL and d.candidates == () and d.p_no_tool == 1.0
+
+
 def test_follow_up_turn_routes_with_recent_context(setup):
     reg, slb = setup
     gate = _gate(reg, slb)

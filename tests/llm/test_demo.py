@@ -191,3 +191,12 @@ def test_first_run_indexing_reports_progress_in_steps(tmp_path, monkeypatch):
     saved = SemanticLookasideBuffer(HashEmbedder())  # the index was written, with every tool in it
     saved.load(tmp_path / "slb.idx")
     assert sorted(saved.keys) == sorted(nexus.registry.keys())
+
+
+def test_a_blank_request_is_refused_before_anything_starts():
+    from typer.testing import CliRunner
+
+    from nexus.cli import app
+
+    result = CliRunner().invoke(app, ["demo", "-r", "What time is it in Tokyo?", "-r", "  "])
+    assert result.exit_code == 2 and "request 2 of -r is empty" in result.output

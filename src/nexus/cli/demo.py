@@ -134,6 +134,10 @@ def demo(
 
     settings = Settings()
     out, err = Console(width=None if sys.stdout.isatty() else 180), Console(stderr=True)
+    blank = [i + 1 for i, text in enumerate(request) if not text.strip()]
+    if blank:  # refused before anything starts: a blank request asks for nothing
+        err.print(f"[red]error:[/red] request {', '.join(map(str, blank))} of -r is empty; give each -r a request")
+        raise typer.Exit(2)
     workspace = (workspace or settings.cache_dir / "workspace").resolve()
     try:
         servers = parse_servers_config(demo_servers_config(settings.servers_dir, workspace), str(settings.servers_dir))

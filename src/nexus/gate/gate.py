@@ -165,6 +165,8 @@ class BoundaryGate:
         """One turn -> one Decision (candidates reranked best first; the SHORTLIST of a turn of several requests
         ends with each request's own top tools). `hits` skips the SLB search; `prescored` (`prescore` of this
         turn's context text) the cross-encoder."""
+        if not turn.strip():  # a blank turn asks for nothing (and never borrows the turn before it)
+            return self._logged(turn, turn, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
         text = contextual_turn(turn, history, self.context_turns)
         if hits is None or text != turn:
             hits = self.slb.search(text, k=self.k)
