@@ -77,6 +77,7 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("thanks!", False), ("Thanks, that's all for today!", False), ("thanks, and in Celsius?", True),
     ("Book a flight from Paris to Rome next Monday for two adults", False),
     ("Hello there!", False), ("good morning", False), ("hi", False),
+    ("See you later!", False), ("Have a nice day!", False), ("take care", False),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

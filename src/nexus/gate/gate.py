@@ -47,7 +47,8 @@ _CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|per
 # short turn it would: the demo's "Hello there!" took "Remember Bob's birthday…" along and went to FALLBACK)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day))\b(\W+(there|all|everyone|again))?\W*$", re.I)
 # "Thanks, that's all for today!": a sign-off, however worded, unless it goes on to ask for more
-_SIGN_OFF = re.compile(r"^\s*(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything))\b", re.I)
+_SIGN_OFF = re.compile(r"^\s*(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything)|see you|see ya|cya|later|"
+                       r"take care|talk (to you )?(later|soon)|ttyl|good ?night|have a (nice|good|great) (day|one|evening|night|weekend))\b", re.I)
 _MORE = re.compile(r"\?|\b(and|now|also|but|what|how|can|could|please)\b", re.I)
 CONTEXT_CHARS = 400
 # A turn may ask for several things ("find X. Also book Y", "do X and then Y"); each part is looked up on its own

@@ -224,7 +224,7 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
     if fmt == "date":
         return values.request_full_dates(request)
     if values.is_path_parameter(name, schema):
-        return values.request_paths(request)
+        return values.request_path_choices(request)
     return []
 
 

@@ -259,6 +259,29 @@ def request_paths(request: str) -> list[str]:
     return [p for p in dict.fromkeys(found) if p and not re.fullmatch(r"[\d.]+", p)]
 
 
+_CREATE = re.compile(r"\b(create|make|new|add|write|save|mkdir)\b", re.I)
+_NAMED = re.compile(r"\b(?:called|named|titled)\s+[\"'`]?(\w[\w.-]*\w|\w)")
+
+
+def request_path_choices(request: str) -> list[str]:
+    """What a path parameter may take: a folder the request writes joined with a name it gives ("a directory called
+    archive in /data" -> "/data/archive"), then the paths it writes as they are; a request that creates something
+    gets only the joined path for that folder.
+
+    >>> request_path_choices("Make a directory called archive in /data/work"), request_path_choices("Read /a/b.txt")
+    (['/data/work/archive'], ['/a/b.txt'])
+    >>> request_path_choices("Find files named report in /data/work")
+    ['/data/work/report', '/data/work']
+    """
+    paths = request_paths(request)
+    names = [n for n in _NAMED.findall(request or "") if n not in paths]
+    folders = [p for p in paths if not re.search(r"\.[A-Za-z0-9]{1,5}$", p)]
+    joined = [f"{p.rstrip('/')}/{n}" for p in folders for n in names]
+    if joined and _CREATE.search(request):  # a new thing in a folder is not the folder itself
+        paths = [p for p in paths if p not in folders]
+    return list(dict.fromkeys(joined + paths))
+
+
 def is_path_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     return schema.get("type") in ("string", None) and "enum" not in schema and bool(PATH_NAME.search(name))
 
@@ -493,13 +516,17 @@ QUOTE_SPANS = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|‘([^’]+)�
 
 def whole_quote(value: str, request: str) -> str:
     """The whole quoted span of the request when `value` is a cut-off start of it (a small model stops at the
-    apostrophe of "`Son's latest goal`"); `value` otherwise.
+    apostrophe of "`Son's latest goal`") or the span in other letter case; `value` otherwise.
 
     >>> whole_quote("Son", "news about `Son's latest goal` please"), whole_quote("Paris", "'Paris in spring'")
     ("Son's latest goal", 'Paris')
+    >>> whole_quote("Hello world", "Write 'hello world' to hello.txt")
+    'hello world'
     """
     for groups in QUOTE_SPANS.findall(request or ""):
         span = next(g for g in groups if g)
+        if value != span and value.lower() == span.lower():  # quoted text is meant verbatim: "Hello world" for 'hello world'
+            return span
         if len(value) < len(span) and span.startswith(value) and not span[len(value)].isalnum() \
                 and not span[len(value)].isspace():
             return span
