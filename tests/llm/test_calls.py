@@ -240,3 +240,17 @@ def test_a_shortlisted_tool_that_would_invent_a_time_is_weighted_down(turn, weig
         assert prior["convert_time"] == pytest.approx(0.09 / 0.19) and prior["get_current_time"] > prior["convert_time"]
     else:  # both tools can be filled from the request: the gate's prior as it is
         assert prior["convert_time"] == pytest.approx(0.9)
+
+
+def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one():
+    log = Tool("git_log", "Shows the commit logs.", {"type": "object", "properties": {
+        "repo_path": {"type": "string"}, "max_count": {"type": "integer"}}, "required": ["repo_path"]}, "s")
+    remote = Tool("get_commit", "Get details for a commit from a GitHub repository.", {"type": "object", "properties": {
+        "owner": {"type": "string"}, "repo": {"type": "string"}, "sha": {"type": "string"}}, "required": ["owner", "repo", "sha"]}, "s")
+    reg = Registry()
+    reg.set_source("s", [log, remote])
+    backend = ScriptedBackend(arguments=['{"repo_path": "/srv/app"}'], choices=["git_log"])
+    ToolCaller(backend, reg).call("Show the latest 3 commits of the repository at /srv/app",
+                                  decision(Action.SHORTLIST, "get_commit", "git_log"))
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    assert prior["git_log"] > prior["get_commit"] and prior["get_commit"] == pytest.approx(0.09 / 0.19)

@@ -33,7 +33,7 @@ from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.llm.values import normalise_arguments, unstated_required
+from nexus.llm.values import misses_stated_path, normalise_arguments, unstated_required
 from nexus.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ ANY_OBJECT = {"type": "object"}  # the grammar of last resort: any JSON object (
 SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 
 
-UNSTATED_PRIOR = 0.1  # a shortlisted tool whose required zone / date / time the request does not state (dev, session 12)
+UNSTATED_PRIOR = 0.1  # a listed tool that does not fit what the request states (`ToolCaller._grounded`; session 12)
 
 
 def rank_prior(p_top1: float, n: int) -> list[float]:
@@ -213,12 +213,14 @@ class ToolCaller:
                         t_call_first_arg=fallback.t_call_first_arg, **common)
 
     def _grounded(self, prior: list[float], keys: Sequence[str], turn: str) -> list[float]:
-        """The prior with each tool that would have to invent a required zone, date or time the request does not
-        state (`unstated_required`) weighted down by UNSTATED_PRIOR, renormalised; unchanged when every tool or none
-        would. A soft weight: the model still overrides it when it is confident."""
+        """The prior with each tool that does not fit what the request states weighted down by UNSTATED_PRIOR and
+        renormalised: it would have to invent a required zone, date or time the request does not state
+        (`unstated_required`), or the request writes a path and the tool takes none (`misses_stated_path`).
+        Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
-        unstated = [bool(unstated_required(self.registry.get(k).input_schema, turn)) for k in keys]
+        unstated = [bool(unstated_required(schema, turn)) or misses_stated_path(schema, turn)
+                    for schema in (self.registry.get(k).input_schema for k in keys)]
         if all(unstated) or not any(unstated):
             return prior
         weighted = [p * (UNSTATED_PRIOR if u else 1.0) for p, u in zip(prior, unstated)]
@@ -259,7 +261,7 @@ class ToolCaller:
         if not keys:
             return ToolCall(None, None, None, False, Action.FALLBACK, attempts, errors + ("no schema fits the context",),
                             t_end=time.perf_counter(), fallback_truncated=True)
-        prior = rank_prior(decision.p_top1, len(keys)) if self.fuse_prior and decision.candidates else None
+        prior = self._grounded(rank_prior(decision.p_top1, len(keys)), keys, turn) if self.fuse_prior and decision.candidates else None
         result = self.attempt(turn, keys[::-1], "schema", history, prior[::-1] if prior else None)
         gen = result.generation
         return ToolCall(result.key, result.arguments, None, result.error is None, Action.FALLBACK, attempts + 1,
