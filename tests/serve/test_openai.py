@@ -196,3 +196,14 @@ def test_route_mode_answers_with_tool_calls_or_a_message():
         answer = client.chat.completions.create(model="nexus-test", messages=[{"role": "user", "content": "xyzzy plugh"}], tools=TOOLS)
         assert answer.choices[0].message.content == "Glad to help." and not answer.choices[0].message.tool_calls
         assert [m.id for m in client.models.list().data] == ["nexus-test"]
+
+
+def test_a_malformed_tool_choice_is_a_400_not_a_500(filter_proxy):
+    url = f"{filter_proxy}/v1/chat/completions"
+    for choice in ({"type": "function", "function": "git_log"}, {"type": "function", "function": {"name": 5}},
+                   {"type": "function"}):
+        answer = httpx2.post(url, json={"messages": TURN, "tools": TOOLS, "tool_choice": choice})
+        assert answer.status_code == 400 and "tool_choice" in answer.json()["error"]["message"], (choice, answer.text)
+    named = httpx2.post(url, json={"messages": TURN, "tools": TOOLS,
+                                   "tool_choice": {"type": "function", "function": {"name": "send_email"}}})
+    assert named.status_code == 200 and named.json()["offered"] == ["send_email"]

@@ -56,8 +56,12 @@ def _overrides(body: Mapping[str, Any], headers: Mapping[str, str]) -> tuple[Ove
     if force is not None and not isinstance(force, str):
         raise RequestError("nexus.force_tool must be a tool name")
     choice = body.get("tool_choice")
-    if force is None and isinstance(choice, Mapping):  # the client names the function itself
-        force = (choice.get("function") or {}).get("name")
+    if isinstance(choice, Mapping):  # the client names the function itself
+        fn = choice.get("function")
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            raise RequestError("'tool_choice' must be \"auto\", \"none\", \"required\" or "
+                               "{\"type\": \"function\", \"function\": {\"name\": <a tool name>}}")
+        force = fn["name"] if force is None else force
     return Overrides(top_k, force, bool(disable) or choice == "none"), bool(field.get("explain", False))
 
 
