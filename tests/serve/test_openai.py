@@ -207,3 +207,12 @@ def test_a_malformed_tool_choice_is_a_400_not_a_500(filter_proxy):
     named = httpx2.post(url, json={"messages": TURN, "tools": TOOLS,
                                    "tool_choice": {"type": "function", "function": {"name": "send_email"}}})
     assert named.status_code == 200 and named.json()["offered"] == ["send_email"]
+
+
+def test_malformed_tool_calls_in_the_history_are_a_400_not_a_500(filter_proxy):
+    url = f"{filter_proxy}/v1/chat/completions"
+    for calls in ([{"id": "c1", "type": "function", "function": "git_log"}], [{"function": {"name": ["git_log"]}}], [5],
+                  {"0": {"function": {"name": "git_log"}}}):
+        messages = [{"role": "user", "content": "email the team"}, {"role": "assistant", "tool_calls": calls}, *TURN]
+        answer = httpx2.post(url, json={"messages": messages, "tools": TOOLS})
+        assert answer.status_code == 400 and "messages[1].tool_calls" in answer.json()["error"]["message"], (calls, answer.text)

@@ -73,6 +73,13 @@ def _check(body: Any, limits: ServeSettings) -> None:
         raise RequestError("'messages' must be a non-empty list")
     if len(messages) > limits.max_messages:
         raise RequestError(f"{len(messages)} messages is over the limit of {limits.max_messages} (NEXUS_SERVE_MAX_MESSAGES)")
+    for position, message in enumerate(messages):  # earlier calls are read for routing and for what stays offered
+        calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+        if calls is not None and not (isinstance(calls, list) and all(
+                isinstance(c, Mapping) and isinstance(c.get("function"), Mapping) and isinstance(c["function"].get("name"), str)
+                for c in calls)):
+            raise RequestError(f"messages[{position}].tool_calls must be a list of "
+                               "{\"type\": \"function\", \"function\": {\"name\": ..., \"arguments\": ...}}")
     if tools is not None and not isinstance(tools, list):
         raise RequestError("'tools' must be a list")
     if tools and len(tools) > limits.max_tools:
