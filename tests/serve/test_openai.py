@@ -216,3 +216,17 @@ def test_malformed_tool_calls_in_the_history_are_a_400_not_a_500(filter_proxy):
         messages = [{"role": "user", "content": "email the team"}, {"role": "assistant", "tool_calls": calls}, *TURN]
         answer = httpx2.post(url, json={"messages": messages, "tools": TOOLS})
         assert answer.status_code == 400 and "messages[1].tool_calls" in answer.json()["error"]["message"], (calls, answer.text)
+
+
+def test_override_values_of_the_wrong_type_are_refused_not_read_as_their_opposite(filter_proxy):
+    url = f"{filter_proxy}/v1/chat/completions"
+    for field in ({"disable": "false"}, {"explain": "no"}, {"top_k": True}, {"top_k": 2.7}):
+        answer = httpx2.post(url, json={"messages": TURN, "tools": TOOLS, "nexus": field})
+        assert answer.status_code == 400 and f"nexus.{next(iter(field))}" in answer.json()["error"]["message"], (field, answer.text)
+    for value in ("False", "no", "off"):
+        answer = httpx2.post(url, json={"messages": TURN, "tools": TOOLS}, headers={"x-nexus-disable": value})
+        assert answer.headers["x-nexus-decision"] == "route", value              # not disabled
+    answer = httpx2.post(url, json={"messages": TURN, "tools": TOOLS}, headers={"x-nexus-disable": "maybe"})
+    assert answer.status_code == 400 and "X-Nexus-Disable" in answer.json()["error"]["message"]
+    assert httpx2.post(url, json={"messages": TURN, "tools": TOOLS}, headers={"x-nexus-disable": "True"}).headers[
+        "x-nexus-decision"] == "fallback"

@@ -34,6 +34,7 @@ from nexus.nexus import Nexus, Overrides, Routing
 log = logging.getLogger(__name__)
 MODES = ("filter", "route")
 SKIPPED_CHARS = 200   # of each reason in X-Nexus-Skipped
+HEADER_FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False, "": False}
 
 
 def _overrides(body: Mapping[str, Any], headers: Mapping[str, str]) -> tuple[Overrides, bool]:
@@ -44,13 +45,22 @@ def _overrides(body: Mapping[str, Any], headers: Mapping[str, str]) -> tuple[Ove
     unknown = set(field) - {"top_k", "force_tool", "disable", "explain"}
     if unknown:
         raise RequestError(f"unknown 'nexus' option(s): {', '.join(sorted(unknown))}; known: top_k, force_tool, disable, explain")
-    top_k = field.get("top_k", headers.get("x-nexus-top-k"))
+    for key in ("disable", "explain"):  # JSON booleans: the string "false" must not switch anything on
+        if field.get(key) is not None and not isinstance(field[key], bool):
+            raise RequestError(f"nexus.{key} must be true or false, got {field[key]!r}")
+    top_k = field.get("top_k")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
+        raise RequestError(f"nexus.top_k must be an integer, got {top_k!r}")
+    if top_k is None and headers.get("x-nexus-top-k") is not None:
+        try:
+            top_k = int(headers["x-nexus-top-k"])
+        except ValueError:
+            raise RequestError(f"nexus.top_k (X-Nexus-Top-K) must be an integer, got {headers['x-nexus-top-k']!r}") from None
     force = field.get("force_tool", headers.get("x-nexus-force-tool"))
-    disable = field.get("disable", headers.get("x-nexus-disable", "0") not in ("0", "", "false"))
-    try:
-        top_k = None if top_k is None else int(top_k)
-    except (TypeError, ValueError):
-        raise RequestError(f"nexus.top_k must be an integer, got {top_k!r}") from None
+    flag = headers.get("x-nexus-disable", "0").strip().lower()
+    if flag not in HEADER_FLAGS:
+        raise RequestError(f"X-Nexus-Disable must be one of {', '.join(k for k in HEADER_FLAGS if k)}, got {flag!r}")
+    disable = field.get("disable", HEADER_FLAGS[flag])
     if top_k is not None and top_k < 1:
         raise RequestError("nexus.top_k must be at least 1")
     if force is not None and not isinstance(force, str):
