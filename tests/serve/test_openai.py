@@ -230,3 +230,25 @@ def test_override_values_of_the_wrong_type_are_refused_not_read_as_their_opposit
     assert answer.status_code == 400 and "X-Nexus-Disable" in answer.json()["error"]["message"]
     assert httpx2.post(url, json={"messages": TURN, "tools": TOOLS}, headers={"x-nexus-disable": "True"}).headers[
         "x-nexus-decision"] == "fallback"
+
+
+def test_an_upstream_answer_that_is_not_a_chat_completion_is_a_502_or_passed_through_not_a_500():
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    bodies = iter([b"<html>busy</html>", b'{"choices": "x"}', b"[1, 2]"])
+
+    async def chat(request):
+        return Response(next(bodies), media_type="application/json")
+
+    upstream = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with serving(upstream) as up, serving(create_app(facade(), ServeSettings(upstream=f"{up}/v1"))) as url:
+        explain = {"messages": TURN, "tools": TOOLS, "nexus": {"explain": True}}
+        answer = httpx2.post(f"{url}/v1/chat/completions", json=explain)
+        assert answer.status_code == 502 and "not JSON" in answer.json()["error"]["message"]
+        odd = {"messages": TURN, "tools": [fn("git log/show", "Show the commit log of a git repository")]}
+        answer = httpx2.post(f"{url}/v1/chat/completions", json=odd)          # aliases to map back: nothing to map
+        assert answer.status_code == 200 and answer.json() == {"choices": "x"}
+        answer = httpx2.post(f"{url}/v1/chat/completions", json=explain)      # no object to add the account to
+        assert answer.status_code == 200 and answer.json() == [1, 2]

@@ -174,7 +174,8 @@ class _Aliases:
         """An upstream completion (or one streamed chunk) with alias names mapped back, else unchanged."""
         if not self.to_name or not isinstance(payload, dict):
             return payload
-        for choice in payload.get("choices") or []:
+        choices = payload.get("choices")
+        for choice in [c for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []:
             for part in ("message", "delta"):
                 if isinstance(choice.get(part), dict) and choice[part].get("tool_calls"):
                     choice[part]["tool_calls"] = self._calls(choice[part]["tool_calls"], self.to_name)
@@ -335,8 +336,12 @@ def create_app(nexus: Nexus, settings: ServeSettings) -> Any:
         if not body.get("stream"):
             content = answer.content
             if answer.status_code == 200 and (aliases.to_name or (explain and routing is not None)):
-                payload = aliases.answer(answer.json())
-                if explain and routing is not None:
+                try:
+                    payload = aliases.answer(answer.json())
+                except ValueError:
+                    return error(502, f"upstream {upstream} answered 200 with a body that is not JSON: {content[:200]!r}",
+                                 "upstream_error")
+                if explain and routing is not None and isinstance(payload, dict):
                     payload["nexus"] = routing.explain()
                 content = json.dumps(payload, ensure_ascii=False).encode()
             return Response(content, status_code=answer.status_code,
