@@ -282,3 +282,19 @@ def test_streamable_http_with_a_bearer_token(tmp_path):
                     assert await call(client, "get_weather", {"city": "Paris"}) == ('echo get_weather {"city": "Paris"}', False)
 
         anyio.run(run)
+
+
+def test_call_tool_arguments_that_are_not_an_object_are_refused_not_read_as_none(tmp_path):
+    gw, _ = gateway({"fake": server(tmp_path, "fake", BASE)})
+
+    async def run():
+        async with gw.running(), Client(gw.server) as client:
+            for value in ([], "", 0, False):
+                result = await client.call_tool("call_tool", {"name": "pid", "arguments": value})
+                assert result.is_error and "must be a JSON object" in result.content[0].text, value  # never sent as {}
+            result = await client.call_tool("call_tool", {"name": "pid"})     # no arguments at all: {}
+            assert not result.is_error and result.content[0].text.isdigit()
+            bad = await client.call_tool("find_tools", {"query": "weather in Paris", "top_k": True})
+            assert bad.is_error and "top_k" in bad.content[0].text
+
+    anyio.run(run)

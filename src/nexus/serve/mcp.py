@@ -169,7 +169,7 @@ class Gateway:
             if name == "call_tool":
                 if not isinstance(arguments.get("name"), str):
                     raise RequestError("call_tool needs 'name' (a tool name from find_tools)")
-                return _result(await self.nexus.call(arguments["name"], arguments.get("arguments") or {}))
+                return _result(await self.nexus.call(arguments["name"], arguments.get("arguments")))  # None: {}
             if self.narrow and name in self.surface:
                 return _result(await self.nexus.call(name, arguments))
             raise RequestError(f"unknown tool {name!r}: this gateway offers find_tools and call_tool")
@@ -185,7 +185,7 @@ class Gateway:
             raise RequestError("find_tools needs a non-empty 'query'")
         if not isinstance(history, list) or not all(isinstance(h, str) for h in history):
             raise RequestError("'history' must be a list of strings")
-        if top_k is not None and (not isinstance(top_k, int) or not 1 <= top_k <= MAX_FIND):
+        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_FIND):
             raise RequestError(f"'top_k' must be an integer from 1 to {MAX_FIND}")
         messages = [{"role": "user", "content": h} for h in history] + [{"role": "user", "content": query}]
         routing = await anyio.to_thread.run_sync(lambda: self.nexus.route(messages, overrides=Overrides(top_k=top_k)))
