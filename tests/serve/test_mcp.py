@@ -298,3 +298,48 @@ def test_call_tool_arguments_that_are_not_an_object_are_refused_not_read_as_none
             assert bad.is_error and "top_k" in bad.content[0].text
 
     anyio.run(run)
+
+
+def test_a_schema_ref_that_does_not_resolve_within_the_schema_is_an_error_result_and_nothing_is_fetched(tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    fetched: list[str] = []
+
+    class Schema(BaseHTTPRequestHandler):
+        def do_GET(self):
+            fetched.append(self.path)
+            body = b'{"type": "string"}'
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    http = HTTPServer(("127.0.0.1", 0), Schema)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    remote = f"http://127.0.0.1:{http.server_port}/schema.json"
+    tools = [{"name": "dangling", "description": "A schema with a dangling reference",
+              "inputSchema": {"type": "object", "properties": {"a": {"$ref": "#/definitions/nope"}}}},
+             {"name": "remote", "description": "A schema that points at a URL",
+              "inputSchema": {"type": "object", "properties": {"a": {"$ref": remote}}}},
+             {"name": "local", "description": "A schema with a local reference", "inputSchema": {
+                 "type": "object", "properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string"}}}}]
+    gw, _ = gateway({"fake": server(tmp_path, "fake", tools)})
+
+    async def run():
+        async with gw.running(), Client(gw.server) as client:
+            for name in ("dangling", "remote"):
+                text, error = await call(client, name, {"a": "x"})
+                assert error and "$ref" in text, (name, text)
+            assert await call(client, "local", {"a": "x"}) == ('echo local {"a": "x"}', False)
+            text, error = await call(client, "local", {"a": 1})
+            assert error and "not of type 'string'" in text
+
+    try:
+        anyio.run(run)
+    finally:
+        http.shutdown()
+    assert fetched == []   # a server's schema never makes the gateway fetch a URL
