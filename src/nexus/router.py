@@ -26,7 +26,7 @@ from typing import Any, Protocol, Sequence
 
 from nexus.config import Settings
 from nexus.gate.decision import Action, Decision
-from nexus.gate.gate import contextual_turn, is_follow_up, split_requests
+from nexus.gate.gate import contextual_turn, is_follow_up, routing_text, split_requests
 from nexus.kv import attach_blocks, detach_blocks
 from nexus.llm.base import LLMBackend, Prompt
 from nexus.llm.calls import ToolCall, ToolCaller
@@ -156,7 +156,7 @@ class Router:
         return self._full_tokens[1] + self.backend.count_tokens(Prompt((turn,))) - self.backend.count_tokens(Prompt(()))
 
     def _ranked_keys(self, turn: str) -> list[str]:
-        scores = self.slb.scores(turn)
+        scores = self.slb.scores(routing_text(turn))
         return [self.slb.keys[i] for i in sorted(range(len(scores)), key=lambda i: -scores[i])]
 
     def decide(self, turn: str, history: Sequence[str] = ()) -> tuple[Decision, float, float]:
@@ -171,9 +171,9 @@ class Router:
         if not turn.strip():  # a blank turn asks for nothing: it never borrows the turn before it for a tool
             return Decision(Action.NO_TOOL, (), 0.0, 1.0), 0.0, 0.0
         start = time.perf_counter()
-        texts = [turn, contextual_turn(turn, history, getattr(self.gate, "context_turns", 2))]
+        texts = [routing_text(turn), contextual_turn(turn, history, getattr(self.gate, "context_turns", 2))]
         if getattr(self.gate, "per_request", 0) > 0:
-            texts += split_requests(turn)
+            texts += [routing_text(r) for r in split_requests(turn)]
         ahead = self._prescore(texts[1])
         self.slb.embed_queries(list(dict.fromkeys(texts)))
         # A follow-up is looked up with its context ("and London?" after "time in Tokyo?"): every gate gets hits for

@@ -64,11 +64,42 @@ def is_follow_up(turn: str) -> bool:
     return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or (len(words) <= 8 and bool(_ANAPHORA.search(turn)))
 
 
+# A file or folder path as users write one: from the root, the home folder, the working folder or a drive ("/srv/a",
+# "~/notes", "./out", "C:\\data"), with at least two characters after the first separator ("4/5", "/q" and dates are
+# not paths), never inside a URL; and a bare file name with a common file extension ("notes.txt"; "google.com" is not).
+_FS_PATH = re.compile(r"(?<![\w.:/\\-])(?:[A-Za-z]:[\\/]|~[\\/]|\.{1,2}[\\/]|/)(?=[\w.-]{2})[\w.-]+(?:[\\/][\w.-]+)*[\\/]?")
+_FILE_TYPES = ("txt md rst csv tsv json jsonl yaml yml toml ini cfg xml html htm log sql db sqlite py js ts java cpp go "
+               "rs rb sh ipynb pdf doc docx xls xlsx ppt pptx odt png jpg jpeg gif svg webp bmp tif tiff mp3 wav mp4 mov avi "
+               "zip tar gz tgz exe nii").split()
+_FILE_NAME = re.compile(rf"(?<![\w./\\-])[\w-]{{2,}}(?:\.[\w-]+)*\.(?:{'|'.join(_FILE_TYPES)})(?![\w/\\])", re.I)
+
+
+def _path_kind(path: str) -> str:
+    ext = re.search(r"\.([A-Za-z0-9]{1,5})$", path.rstrip("/\\"))
+    kind = ext.group(1).lower() if ext and ext.group(1).lower() in _FILE_TYPES else None
+    return "a folder" if kind is None else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} file"
+
+
+def routing_text(turn: str) -> str:
+    """The turn as routing reads it: each file or folder path it writes becomes its kind ("a folder", "a txt file").
+    A path's words are the user's own ("/work/main/.nexus-cache/workspace"), not what a tool does, and they pulled
+    note and project tools ahead of `list_directory`; the LLM still sees the turn as written.
+
+    >>> routing_text("What's inside the folder /srv/data/notes? Then read ~/a.txt and cat.JPG, not https://x.io/a")
+    "What's inside the folder a folder? Then read a txt file and a jpg file, not https://x.io/a"
+    >>> routing_text("4/5 stars on 22/3/2024 in the U.S., see google.com, 1.75m tall, 8 a.m., Washington D.C.")
+    '4/5 stars on 22/3/2024 in the U.S., see google.com, 1.75m tall, 8 a.m., Washington D.C.'
+    """
+    turn = _FS_PATH.sub(lambda m: _path_kind(m.group(0)), turn)
+    return _FILE_NAME.sub(lambda m: _path_kind(m.group(0)), turn)
+
+
 def contextual_turn(turn: str, history: Sequence[str], max_turns: int = 2) -> str:
-    """The text the gate reads: the turn itself, or for a follow-up the recent user turns before it."""
+    """The text the gate reads (`routing_text`): the turn itself, or for a follow-up the recent user turns before it."""
     if not history or not is_follow_up(turn):
-        return turn
-    context = " ".join(" ".join(h.split()) for h in history[-max_turns:])
+        return routing_text(turn)
+    turn = routing_text(turn)
+    context = " ".join(" ".join(routing_text(h).split()) for h in history[-max_turns:])
     budget = max(CONTEXT_CHARS - len(turn), 0)
     if len(context) > budget:
         context = context[len(context) - budget:].split(" ", 1)[-1]
@@ -169,7 +200,7 @@ class BoundaryGate:
         if not turn.strip():  # a blank turn asks for nothing (and never borrows the turn before it)
             return self._logged(turn, turn, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
         text = contextual_turn(turn, history, self.context_turns)
-        if hits is None or text != turn:
+        if hits is None or text != routing_text(turn):
             hits = self.slb.search(text, k=self.k)
         start = time.perf_counter()
         if not hits:
@@ -193,7 +224,7 @@ class BoundaryGate:
         """A turn of several requests ("find X. Also book Y"): each request's own top `per_request` SLB tools are
         appended to the shortlist so a multi-call turn shows the LLM every tool it needs. They are not reranked
         (score NaN unless the cross-encoder already scored them), so single-call decisions are unchanged."""
-        requests = split_requests(turn)
+        requests = [routing_text(r) for r in split_requests(turn)]
         if len(requests) < 2 or self.per_request < 1:
             return
         shown = {h.key for h in ranked}
