@@ -143,6 +143,13 @@ def test_bad_conversations_and_tool_lists_are_request_errors():
         nx.route("hi", tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}])
 
 
+def test_a_text_part_without_a_string_text_adds_nothing_to_the_turn():
+    from nexus.conversation import message_text
+
+    parts = [{"type": "text", "text": None}, {"type": "text", "text": "time in Tokyo"}, {"type": "image_url"}]
+    assert message_text(parts) == "time in Tokyo" and message_text([{"type": "text", "text": None}]) == ""
+
+
 def test_respond_calls_with_validated_arguments_and_answers_after_tool_results():
     backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], answers=["It is 10:00 in Tokyo."])
     nx, _ = make(backend=backend, gate_factory=lambda slb, reg: ScoreGate(slb, route_margin=0.0))

@@ -29,7 +29,8 @@ def message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+        return "\n".join(p["text"] for p in content  # a text part without a string text ("text": null) adds nothing
+                         if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str))
     raise RequestError(f"message content must be a string or a list of content parts, got {type(content).__name__}")
 
 

@@ -254,3 +254,16 @@ def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one(
                                   decision(Action.SHORTLIST, "get_commit", "git_log"))
     prior = dict(zip(backend.calls[0][2], backend.priors[0]))
     assert prior["git_log"] > prior["get_commit"] and prior["get_commit"] == pytest.approx(0.09 / 0.19)
+
+
+@pytest.mark.parametrize("ref", ["#/$defs/missing", "http://127.0.0.1:9/schema.json"])
+def test_a_ref_that_does_not_resolve_within_the_schema_is_an_invalid_call_and_nothing_is_fetched(ref, monkeypatch):
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("a $ref was fetched"))
+    tool = Tool("odd", "A tool with a broken $ref.", {"type": "object", "properties": {"x": {"$ref": ref}},
+                                                       "required": ["x"]}, "s")
+    reg = Registry()
+    reg.set_source("s", [tool])
+    arguments, error = ToolCaller(None, reg).validate("odd", '{"x": 1}', finished=True)
+    assert arguments == {"x": 1} and "does not resolve" in error

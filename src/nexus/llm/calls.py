@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from jsonschema import validators
+from referencing import Registry as Resources
+from referencing.exceptions import Unresolvable
 
 from nexus.errors import ConfigError, GrammarError
 from nexus.gate.decision import Action, Decision
@@ -112,7 +114,8 @@ class ToolCaller:
         if cached is None or cached[0] != tool.content_hash:
             schema = dict(tool.input_schema)
             cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-            cached = self._validators[key] = (tool.content_hash, cls(schema))
+            # an empty resource registry: a `$ref` resolves within the schema, never by fetching a URL it names
+            cached = self._validators[key] = (tool.content_hash, cls(schema, registry=Resources()))
         return cached[1]
 
     def validate(self, key: str, text: str, finished: bool, request: str | None = None,
@@ -132,7 +135,10 @@ class ToolCaller:
             return None, "the arguments must be a JSON object"
         if request is not None and self.normalise:
             value = normalise_arguments(value, self.registry.get(key).input_schema, request)
-        errors = sorted(self._validator(key).iter_errors(value), key=lambda e: (len(e.path), e.message))
+        try:
+            errors = sorted(self._validator(key).iter_errors(value), key=lambda e: (len(e.path), e.message))
+        except Unresolvable as exc:
+            return value, f"the tool's schema has a $ref that does not resolve within it ({exc})"
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path)
             return value, f"{where + ': ' if where else ''}{errors[0].message}"
