@@ -29,14 +29,18 @@ SERVERS_DIR = Path(__file__).resolve().parents[2] / ".servers"
 TIME_SERVER = SERVERS_DIR / "mcp-server-time" / "bin" / "mcp-server-time"
 
 # A tiny MCP server speaking raw JSON-RPC (no SDK), so these tests control pagination, bad schemas
-# and tool errors exactly. FAKE_PAGES pages of two tools each; FAKE_BAD=1 breaks tool_1's schema.
+# and tool errors exactly. FAKE_PAGES pages of two tools each; FAKE_BAD=1 breaks tool_1's schema, FAKE_NAMELESS=1
+# drops its name (the MCP SDK then refuses the whole page).
 FAKE_SERVER = r"""
 import json, os, sys
 PAGES = int(os.environ.get("FAKE_PAGES", "1"))
 def tool(i):
     kind = 5 if os.environ.get("FAKE_BAD") == "1" and i == 1 else "string"
-    return {"name": f"tool_{i}", "description": f"Tool number {i}",
-            "inputSchema": {"type": "object", "properties": {"x": {"type": kind}}}}
+    out = {"name": f"tool_{i}", "description": f"Tool number {i}",
+           "inputSchema": {"type": "object", "properties": {"x": {"type": kind}}}}
+    if os.environ.get("FAKE_NAMELESS") == "1" and i == 1:
+        del out["name"]
+    return out
 for line in sys.stdin:
     msg = json.loads(line)
     if "id" not in msg:
@@ -180,6 +184,14 @@ def test_one_bad_tool_is_left_out_and_the_server_keeps_the_rest(fake: dict, capl
     (reason,) = skipped
     assert reason.startswith("MCP server 'bad': tools/list[1] (tool 'tool_1')") and "not valid JSON Schema" in reason
     assert [r.getMessage() for r in caplog.records if "left out" in r.getMessage()] == [f"tool left out: {reason}"]
+
+
+def test_a_tool_the_sdk_refuses_is_left_out_and_the_server_keeps_the_rest(fake: dict) -> None:
+    fake["env"] = {"FAKE_NAMELESS": "1", "FAKE_PAGES": "2"}
+    status = load({"mcpServers": {"nameless": fake}})["nameless"]
+    assert status.ok and [t.name for t in status.tools] == ["tool_0", "tool_2", "tool_3"]
+    (reason,) = status.skipped
+    assert reason.startswith("MCP server 'nameless': tools/list[1]") and "no name" in reason
 
 
 def test_env_is_merged_over_the_default_environment_and_calls_work(fake: dict) -> None:

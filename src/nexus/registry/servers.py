@@ -146,6 +146,29 @@ def _result_text(result: Any) -> str:
     return "\n".join(parts)
 
 
+async def _raw_tool_pages(session: Any, refused: Exception) -> list[Any]:
+    """Every page of tools/list as the server sent it, unchecked (`McpHub._list_tools`). It goes through the SDK's
+    own request stamping and dispatcher, which are not public API: an SDK without them re-raises `refused`, and the
+    server is then left out as before."""
+    stamp, dispatcher = getattr(session, "_stamp", None), getattr(session, "_dispatcher", None)
+    if stamp is None or not hasattr(dispatcher, "send_raw_request"):
+        raise refused
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(MAX_PAGES):
+        data: dict[str, Any] = {"method": "tools/list", **({"params": {"cursor": cursor}} if cursor else {})}
+        opts: dict[str, Any] = {}
+        stamp(data, opts)
+        page = await dispatcher.send_raw_request("tools/list", data.get("params"), opts)
+        if not isinstance(page, Mapping) or not isinstance(page.get("tools"), list):
+            raise ToolLoadError(f"tools/list answered {type(page).__name__} without a list of tools")
+        tools += page["tools"]
+        cursor = page.get("nextCursor")
+        if not isinstance(cursor, str) or not cursor:
+            return tools
+    raise ToolLoadError(f"tools/list still paginating after {MAX_PAGES} pages")
+
+
 class McpHub:
     """Open sessions to many MCP servers; list and call their tools.
 
@@ -361,17 +384,24 @@ class McpHub:
     async def _list_tools(self, name: str, session: Any) -> LoadedTools:
         from mcp_types import PaginatedRequestParams
 
-        raws: list[Any] = []
+        mappings: list[Any] = []
         cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-            raws.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        else:
-            raise ToolLoadError(f"tools/list still paginating after {MAX_PAGES} pages")
-        mappings = [{"name": raw.name, "description": raw.description or "", "inputSchema": raw.input_schema} for raw in raws]
+        try:
+            for _ in range(MAX_PAGES):
+                page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                mappings += [{"name": raw.name, "description": raw.description or "", "inputSchema": raw.input_schema}
+                             for raw in page.tools]
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            else:
+                raise ToolLoadError(f"tools/list still paginating after {MAX_PAGES} pages")
+        except ValidationError as exc:
+            # The SDK refuses a whole page for one malformed tool (no name, no inputSchema): read the pages as they
+            # came instead, so `read_tools` leaves out only that tool
+            log.warning("MCP server %r: tools/list failed the SDK's checks (%s); reading it tool by tool", name,
+                        _reason(exc))
+            mappings = await _raw_tool_pages(session, exc)
         # one bad tool (a broken schema, a hostile description, a name given twice) is left out, not the server
         return read_tools(mappings, origin=name, where=f"MCP server {name!r}: tools/list")
 
