@@ -199,3 +199,14 @@ def test_a_list_of_choices_holds_the_ones_the_request_names_once_each():
     # none named: every choice stays, and the list is capped by what the request separates
     props = grammar_schema(schema, "Find a library in Boston and Cambridge")["properties"]
     assert len(props["facilities"]["items"]["enum"]) == 4 and props["facilities"]["maxItems"] == 2
+
+
+def test_a_list_of_objects_and_the_lists_inside_them_are_capped_by_what_the_request_separates():
+    schema = {"type": "object", "required": ["entities"], "properties": {"entities": {"type": "array", "items": {
+        "type": "object", "required": ["name", "observations"], "properties": {
+            "name": {"type": "string"}, "observations": {"type": "array", "items": {"type": "string"}}}}}}}
+    entities = grammar_schema(schema, "Store a new entity called Acme of type company")["properties"]["entities"]
+    assert entities["maxItems"] == 1 and entities["items"]["properties"]["observations"]["maxItems"] == 1
+    entities = grammar_schema(schema, "Add Bob, an engineer, and Eve, a designer")["properties"]["entities"]
+    assert entities["maxItems"] == 5  # three commas and an "and", plus one
+    assert "maxItems" not in grammar_schema(schema)["properties"]["entities"]  # no request: the plain schema

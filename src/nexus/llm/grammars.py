@@ -109,6 +109,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             sub.setdefault("maxItems", max(len(named) or anchors.max_list_items(request), low, 1))
             if name in required:  # the model writes [] for "data: 85, 90, 88"; a required list has items
                 sub.setdefault("minItems", 1)
+        elif kind == "objects":  # a list of objects (and the lists inside them) is capped the same way: uncapped,
+            _cap_lists(sub, anchors.max_list_items(request))  # the model wrote one entity after another to the cap
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
             anchored = []
@@ -164,13 +166,32 @@ def _shared_anchors(props: Mapping[str, Any], written: set[str], request: str) -
 
 
 def _list_kind(schema: Mapping[str, Any]) -> str | None:
-    """"choices" for a list of enum strings, "scalars" for a list of free strings or numbers, else None."""
+    """"choices" for a list of enum strings, "scalars" for a list of free strings or numbers, "objects" for a list
+    of objects, else None."""
     items = schema.get("items")
     if not isinstance(items, Mapping):
         return None
     if "enum" in items:
         return "choices" if isinstance(items["enum"], list) and items.get("type") in ("string", None) else None
+    if items.get("type") == "object" and isinstance(items.get("properties"), Mapping):
+        return "objects"
     return "scalars" if items.get("type") in ("string", "number", "integer") else None
+
+
+def _cap_lists(schema: dict[str, Any], cap: int, depth: int = 0) -> None:
+    """At most `cap` items (never fewer than its minItems) for a list and for every list inside its items' objects.
+
+    >>> s = {"type": "array", "items": {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}}
+    >>> _cap_lists(s, 2); s["maxItems"], s["items"]["properties"]["tags"]["maxItems"]
+    (2, 2)
+    """
+    if depth > 4 or "maxItems" in schema:
+        return
+    schema["maxItems"] = max(cap, int(schema.get("minItems", 0)), 1)
+    items = schema.get("items")
+    for sub in (items.get("properties") or {}).values() if isinstance(items, dict) else ():
+        if isinstance(sub, dict) and sub.get("type") == "array" and isinstance(sub.get("items"), dict):
+            _cap_lists(sub, cap, depth + 1)
 
 
 def _as_fractions(options: list[Any], schema: Mapping[str, Any], percents: set[float]) -> list[Any]:
