@@ -12,7 +12,7 @@ import json
 import logging
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -84,7 +84,9 @@ def scale_registry_tools(data_dir: Path, live_names: set[str]) -> list[tuple[str
         by_origin: dict[str, list[Any]] = {}
         for tool in tools:
             if tool.name not in live_names:  # the catalogues list the same servers the demo runs live
-                by_origin.setdefault(tool.origin, []).append(tool)
+                # renamed as catalogue tools: a catalogue's "git" is not the live git server (the demo sent the
+                # catalogue's git_init to mcp-server-git, which has no such tool)
+                by_origin.setdefault(tool.origin, []).append(replace(tool, origin=f"catalogue:{tool.origin}"))
         sources += [(f"catalogue:{origin}", group) for origin, group in by_origin.items()]
     return sources
 

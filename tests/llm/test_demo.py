@@ -200,3 +200,17 @@ def test_a_blank_request_is_refused_before_anything_starts():
 
     result = CliRunner().invoke(app, ["demo", "-r", "What time is it in Tokyo?", "-r", "  "])
     assert result.exit_code == 2 and "request 2 of -r is empty" in result.output
+
+
+def test_catalogue_tools_are_never_taken_for_a_live_servers_tools(tmp_path):
+    from nexus.demo import scale_registry_tools
+
+    catalogue = [{"name": "Git", "tools": {"git": {"tools": [
+        {"name": "git_init", "description": "Initialise a repository", "inputSchema": {"type": "object"}},
+        {"name": "git_log", "description": "Show the commit logs", "inputSchema": {"type": "object"}}]}}}]
+    folder = tmp_path / "mcp" / "livemcpbench"
+    folder.mkdir(parents=True)
+    (folder / "tools.json").write_text(json.dumps(catalogue), encoding="utf-8")
+    (source, tools), = scale_registry_tools(tmp_path, live_names={"git_log"})
+    # the live server's own tool is left to it; the catalogue's other "git" tool is a catalogue tool, not the live git's
+    assert source == "catalogue:git" and [(t.name, t.origin) for t in tools] == [("git_init", "catalogue:git")]
