@@ -18,9 +18,12 @@ def test_a_required_currency_parameter_takes_the_named_currencies():
                                                "to_currency": {"type": "string"}, "note": {"type": "string"}},
               "required": ["amount", "from_currency", "to_currency", "note"]}
     props = grammar_schema(schema, "Convert 150 Euros to Canadian dollars")["properties"]
-    # each side gets the one the request puts there (`nexus.llm.directions`); a pair it does not place gets both
+    # each side gets the one the request puts there (`nexus.llm.directions`): after its cue, or for the source, the
+    # one the amount is written in; a pair it does not place gets both
     assert props["from_currency"]["enum"] == ["EUR"] and props["to_currency"]["enum"] == ["CAD"]
     props = grammar_schema(schema, "Compare 150 Euros and Canadian dollars")["properties"]
+    assert props["from_currency"]["enum"] == ["EUR"] and props["to_currency"]["enum"] == ["CAD"]
+    props = grammar_schema(schema, "Compare Euros and Canadian dollars")["properties"]
     assert props["from_currency"]["enum"] == props["to_currency"]["enum"] == ["EUR", "CAD"]
     assert "enum" not in props["note"] and not is_currency_parameter("note", {"type": "string"})
     assert "enum" not in grammar_schema(schema, "convert my money")["properties"]["from_currency"]  # none named
