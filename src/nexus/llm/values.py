@@ -69,6 +69,7 @@ DATE_SPANS = re.compile(
     rf"\b\d{{4}}[./-]\d{{1,2}}[./-]\d{{1,2}}\b|\b{_MONTH}\s+{_DAY}\b(?:,?\s*\d{{4}}\b)?"
     rf"|\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s*\d{{4}}\b)?", re.I)
 TIME_SPANS = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b", re.I)
+NUMERIC_DATE = re.compile(r"\b\d{1,2}[./-]\d{1,2}[./-]\d{2,4}\b|\b\d{4}[./-]\d{1,2}[./-]\d{1,2}\b")
 YEAR = re.compile(r"\b(?:1[5-9]|20)\d\d\b")
 # Words of a parameter's name that say nothing about which parameter it is ("include_", "num_", "is_").
 NAME_FILLER = frozenset(
@@ -390,6 +391,9 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
     ...     "time": {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}}}
     >>> unstated_required(schema, "What time is it in Tokyo right now?"), unstated_required(schema, "3pm in Tokyo")
     (['time'], [])
+    >>> day = {"type": "object", "required": ["day"], "properties": {"day": {"type": "string", "format": "date"}}}
+    >>> unstated_required(day, "book it for 05/12/2023"), unstated_required(day, "book it for tomorrow")
+    ([], ['day'])
     """
     props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     out = []
@@ -400,8 +404,8 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
         fmt = "date" if sub.get("format") == "date" or date_layout(sub) else value_format(sub)
         if is_zone_parameter(name, sub):
             missing = not request_zones(request)
-        elif fmt == "date":
-            missing = not request_dates(request)
+        elif fmt == "date":  # any written date counts here, also one whose day/month order is unclear ("05/12/2023")
+            missing = not request_dates(request) and not NUMERIC_DATE.search(request or "")
         elif fmt == "time":
             missing = not request_times(request)
         else:
