@@ -68,7 +68,8 @@ _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 DATE_SPANS = re.compile(
     rf"\b\d{{4}}[./-]\d{{1,2}}[./-]\d{{1,2}}\b|\b{_MONTH}\s+{_DAY}\b(?:,?\s*\d{{4}}\b)?"
     rf"|\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s*\d{{4}}\b)?", re.I)
-TIME_SPANS = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b", re.I)
+TIME_SPANS = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|in the (?:morning|afternoon|evening))|\b\d{1,2}:\d{2}\b"
+                        r"|\bnoon\b|\bmidnight\b", re.I)
 NUMERIC_DATE = re.compile(r"\b\d{1,2}[./-]\d{1,2}[./-]\d{2,4}\b|\b\d{4}[./-]\d{1,2}[./-]\d{1,2}\b")
 YEAR = re.compile(r"\b(?:1[5-9]|20)\d\d\b")
 # Words of a parameter's name that say nothing about which parameter it is ("include_", "num_", "is_").
@@ -170,8 +171,11 @@ def to_hh_mm(value: str) -> str | None:
 
     >>> to_hh_mm("5:30pm"), to_hh_mm("9 am"), to_hh_mm("17:30:00"), to_hh_mm("08:15 Tokyo"), to_hh_mm("later")
     ('17:30', '09:00', '17:30', '08:15', None)
+    >>> to_hh_mm("2 in the afternoon"), to_hh_mm("7:30 in the morning"), sorted(request_times("at 2 in the afternoon"))
+    ('14:00', '07:30', ['14:00'])
     """
     text = value.strip().lower().replace(".", "")
+    text = re.sub(r"\s*in the (afternoon|evening)$", "pm", re.sub(r"\s*in the morning$", "am", text))
     if text in ("noon", "midday"):
         return "12:00"
     if text == "midnight":
