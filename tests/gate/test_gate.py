@@ -78,6 +78,8 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Book a flight from Paris to Rome next Monday for two adults", False),
     ("Hello there!", False), ("good morning", False), ("hi", False),
     ("See you later!", False), ("Have a nice day!", False), ("take care", False),
+    ("What time is it in Tokyo right now?", False), ("How cold is it in Oslo today?", False), ("what is it?", True),
+    ("Can you convert it to Celsius?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

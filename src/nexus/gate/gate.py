@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 # A follow-up leans on the previous turn: it opens with a continuation, refers back, or is very short.
 _CONTINUATION = re.compile(
     r"^\s*((thanks?|thank you|ok(ay)?)\W+)?(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
+_DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 _CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|perfect|bye|goodbye|got it|nice)\W*$", re.I)
 # "Hello there!", "Good morning": a greeting opens a conversation, so it never borrows the turn before it (as a
@@ -61,7 +62,8 @@ def is_follow_up(turn: str) -> bool:
     if _CLOSERS.match(turn) or _GREETING.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     words = turn.split()
-    return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or (len(words) <= 8 and bool(_ANAPHORA.search(turn)))
+    own = _DUMMY_IT.sub(r"\1", turn)  # "What time is it in Tokyo?": that "it" points at nothing said before
+    return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or (len(words) <= 8 and bool(_ANAPHORA.search(own)))
 
 
 # A file or folder path as users write one: from the root, the home folder, the working folder or a drive ("/srv/a",
