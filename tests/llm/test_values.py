@@ -207,3 +207,10 @@ def test_an_optional_list_repeating_a_required_list_is_dropped():
     flows = [-50000, 10000, 15000]
     assert normalise_arguments({"cash_flows": flows, "years": flows}, schema, "flows [-50000, 10000, 15000]") == \
         {"cash_flows": flows}
+
+
+def test_an_arithmetic_expression_in_words_is_written_with_operators():
+    calc = {"type": "object", "properties": {"expression": {"title": "Expression", "type": "string"}}, "required": ["expression"]}
+    assert normalise_arguments({"expression": "3.5 times 12"}, calc, "Calculate 3.5 times 12.") == {"expression": "3.5 * 12"}
+    regex = {"type": "object", "properties": {"expression": {"type": "string", "description": "A regular expression"}}}
+    assert normalise_arguments({"expression": "3 times 4"}, regex, "find 3 times 4", drop_unstated=False) == {"expression": "3 times 4"}

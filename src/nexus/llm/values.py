@@ -105,6 +105,37 @@ def value_format(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
+_EXPRESSION_NAME = frozenset(("expression", "expr", "formula", "equation"))
+_ARITHMETIC = ((r"\bmultiplied by\b|\btimes\b|(?<=\d)\s*[x×]\s*(?=\d)", " * "), (r"\bdivided by\b|÷", " / "),
+               (r"\bplus\b", " + "), (r"\bminus\b", " - "), (r"\bto the power of\b|\braised to\b", " ** "),
+               (r"\bsquared\b", " ** 2 "), (r"\bcubed\b", " ** 3 "), (r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\b", r" \1 / 100 * "),
+               (r"^\s*(?:what is|what's|calculate|compute|evaluate)\s+", ""))
+
+
+def is_expression_parameter(name: str, schema: Mapping[str, Any]) -> bool:
+    """A string parameter that takes an arithmetic expression (named expression, formula, equation; not a regular
+    expression)."""
+    text = str(schema.get("description", "")).lower()
+    return schema.get("type") in ("string", None) and "enum" not in schema and bool(_EXPRESSION_NAME & set(words(name))) \
+        and "regular expression" not in text and "regex" not in text
+
+
+def to_expression(value: str) -> str:
+    """An arithmetic expression in words written with operators ("3.5 times 12" -> "3.5 * 12"), when that leaves only
+    numbers, operators and brackets; `value` otherwise. Calculator servers evaluate symbols, not words.
+
+    >>> to_expression("3.5 times 12"), to_expression("15% of 240"), to_expression("What is 7 squared plus 3?")
+    ('3.5 * 12', '15 / 100 * 240', '7 ** 2 + 3')
+    >>> to_expression("x + 1"), to_expression("1024 / 32"), to_expression("the sum of 2 and 3")
+    ('x + 1', '1024 / 32', 'the sum of 2 and 3')
+    """
+    out = value.strip().rstrip("?.! ")
+    for pattern, symbol in _ARITHMETIC:
+        out = re.sub(pattern, symbol, out, flags=re.I)
+    out = " ".join(out.split())
+    return out if out != value and re.fullmatch(r"[\d\s.+\-*/%()]+", out) and re.search(r"\d", out) else value
+
+
 def is_zone_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     return schema.get("type") in ("string", None) and "enum" not in schema and (
         bool(ZONE_NAME.search(name)) or bool(ZONE_HINT.search(str(schema.get("description", "")))) and "zone" in name.lower())
@@ -525,6 +556,8 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
         return folded.get(value.strip().lower(), value)
     if is_zone_parameter(name, schema):
         return to_zone(value) or value
+    if is_expression_parameter(name, schema):
+        return to_expression(value)
     fmt = value_format(schema)
     if fmt == "date":
         iso = to_iso_date(value)
