@@ -202,7 +202,7 @@ class BoundaryGate:
         if not turn.strip():  # a blank turn asks for nothing (and never borrows the turn before it)
             return self._logged(turn, turn, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
         text = contextual_turn(turn, history, self.context_turns)
-        if hits is None or text != routing_text(turn):
+        if hits is None or text != turn:  # the context or a path changed what is looked up
             hits = self.slb.search(text, k=self.k)
         start = time.perf_counter()
         if not hits:
