@@ -148,3 +148,19 @@ def test_a_registry_within_k_is_scored_by_the_gate_on_a_second_thread_while_the_
     gate = PrescoringGate(Action.SHORTLIST)
     Router(registry, slb, gate, ScriptedBackend(), k=2).decide("what is the current time in Tokyo")
     assert gate.prescored == [] and gate.given == [None]
+
+
+def test_routing_reads_a_path_as_its_kind_and_the_llm_reads_it_as_written():
+    registry = Registry()
+    registry.set_source("fs", [
+        Tool("list_directory", "List the files in a folder", {"type": "object"}, "fs"),
+        Tool("open_project_notes", "Work notes: main project cache notes, work project notes", {"type": "object"}, "fs")])
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry)
+    gate = ScriptedGate(Action.ROUTE)
+    backend = ScriptedBackend(arguments=["{}"])
+    turn = "What's inside the folder /work/main/cache/project/notes?"
+    routed = Router(registry, slb, gate, backend).route(turn)
+    assert slb.search(turn, k=1)[0].key == "open_project_notes"  # the path's own words, read as words
+    assert gate.seen[-1][2][0] == "list_directory"  # routing read "What's inside the folder a folder?"
+    assert routed.call.tool == "list_directory" and turn in backend.calls[-1][1].text
