@@ -110,12 +110,16 @@ EXAMPLES = (
 )
 
 
-ANSWER_SHOT = (
-    "Each request below gets a short, helpful answer in one sentence.\n\n"
+ANSWER_SHOT = (  # a greeting and "who are you" too: with two examples "Hi!" ran on, "I'm sorry to hear that…" ×4
+    "Each request below gets a short, friendly answer in one sentence from a helpful assistant.\n\n"
+    "Request: Hello!\n"
+    "Answer: Hello! How can I help you today?\n\n"
     "Request: What is the capital of France?\n"
     "Answer: The capital of France is Paris.\n\n"
+    "Request: Who are you?\n"
+    "Answer: I'm an assistant: I answer questions and use tools for you.\n\n"
     "Request: Thanks, that's all for now.\n"
-    "Answer: You're welcome, glad I could help.\n\n"
+    "Answer: You're welcome, glad I could help. Goodbye!\n\n"
 )
 
 
