@@ -267,3 +267,20 @@ def test_a_ref_that_does_not_resolve_within_the_schema_is_an_invalid_call_and_no
     reg.set_source("s", [tool])
     arguments, error = ToolCaller(None, reg).validate("odd", '{"x": 1}', finished=True)
     assert arguments == {"x": 1} and "does not resolve" in error
+
+
+def test_a_follow_up_is_offered_the_values_of_the_request_it_leans_on():
+    from nexus.llm.prompts import Exchange
+
+    reg = Registry()
+    reg.set_source("s", [CONVERT])
+    backend = ScriptedBackend(arguments=['{"source_timezone": "Europe/Paris", "time": "10:00", "target_timezone": "Australia/Sydney"}'])
+    history = [Exchange("Convert 10:00 from Paris time to New York time.", "convert_time",
+                        {"source_timezone": "Europe/Paris", "time": "10:00", "target_timezone": "America/New_York"}, "…")]
+    call = ToolCaller(backend, reg).call("What about to Sydney?", decision(Action.ROUTE, "convert_time"), history)
+    assert call.valid and call.arguments["time"] == "10:00"
+    grammar = backend.calls[-1][2]
+    assert grammar == arguments_gbnf(CONVERT.input_schema, "What about to Sydney?", history[0].request)
+    # the turn's own zone first, then the earlier request's; its clock time, which the turn does not state
+    assert all(value in grammar for value in ("Australia/Sydney", "Europe/Paris", "America/New_York", "10:00"))
+    assert "10:00" not in arguments_gbnf(CONVERT.input_schema, "What about to Sydney?")

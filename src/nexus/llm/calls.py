@@ -144,6 +144,12 @@ class ToolCaller:
             return value, f"{where + ': ' if where else ''}{errors[0].message}"
         return value, None
 
+    @staticmethod
+    def _context(history: Sequence[Exchange]) -> str:
+        """The earlier requests a follow-up leans on (the router passes history only for follow-ups): their values
+        are offered too where the turn states fewer (`grammars.grammar_schema`), and count as stated."""
+        return " ".join(ex.request for ex in history[-2:])
+
     def _grounding(self, turn: str) -> str | None:
         """The request the grammar takes stated values from (None: the plain schema grammar)."""
         return turn if self.normalise else None
@@ -183,8 +189,9 @@ class ToolCaller:
         if schema_prompt and view != "schema":
             call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history, blocks=blocks)
         prompt = self.prompts.arguments_prompt(call, key)
-        generation = self._generate_arguments(prompt, key, turn)
-        arguments, error = self.validate(key, generation.text, generation.finished, turn, generation.looped)
+        context = self._context(history)
+        generation = self._generate_arguments(prompt, key, turn, context)
+        arguments, error = self.validate(key, generation.text, generation.finished, f"{context} {turn}".strip(), generation.looped)
         return _Attempt(key, generation, arguments, error, chosen + generation.prefilled_tokens)
 
     def call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
@@ -196,7 +203,7 @@ class ToolCaller:
             first = self.attempt(turn, [decision.candidates[0].key], "schema", history, blocks=True)
         elif decision.action is Action.SHORTLIST:
             ranked = [h.key for h in decision.candidates]
-            prior = self._grounded(rank_prior(decision.p_top1, len(ranked)), ranked, turn) if self.fuse_prior else None
+            prior = self._grounded(rank_prior(decision.p_top1, len(ranked)), ranked, turn, history) if self.fuse_prior else None
             # best-ranked last, next to the request: small models pick what they read last (measured)
             first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None, blocks=True,
                                  schema_prompt=self.shortlist_view == "two-prompts")
@@ -218,13 +225,14 @@ class ToolCaller:
                         fallback.errors, t_end=fallback.t_end, fallback_truncated=fallback.fallback_truncated,
                         t_call_first_arg=fallback.t_call_first_arg, **common)
 
-    def _grounded(self, prior: list[float], keys: Sequence[str], turn: str) -> list[float]:
+    def _grounded(self, prior: list[float], keys: Sequence[str], turn: str, history: Sequence[Exchange] = ()) -> list[float]:
         """The prior with each tool that does not fit what the request states weighted down by UNSTATED_PRIOR and
         renormalised: it would have to invent a required zone, date or time the request does not state
         (`unstated_required`), or the request writes a path and the tool takes none (`misses_stated_path`).
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
+        turn = f"{self._context(history)} {turn}".strip()
         unstated = [bool(unstated_required(schema, turn)) or misses_stated_path(schema, turn)
                     for schema in (self.registry.get(k).input_schema for k in keys)]
         if all(unstated) or not any(unstated):
@@ -237,16 +245,18 @@ class ToolCaller:
         message, decoded again under the grammar. Returns (arguments, error or None, generation)."""
         tool = self.registry.get(first.key)
         repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error or "", history)
-        generation = self._generate_arguments(repair, first.key, turn)
-        arguments, error = self.validate(first.key, generation.text, generation.finished, turn, generation.looped)
+        context = self._context(history)
+        generation = self._generate_arguments(repair, first.key, turn, context)
+        arguments, error = self.validate(first.key, generation.text, generation.finished, f"{context} {turn}".strip(),
+                                         generation.looped)
         return arguments, error, generation
 
-    def _generate_arguments(self, prompt: Prompt, key: str, turn: str) -> Generation:
+    def _generate_arguments(self, prompt: Prompt, key: str, turn: str, context: str = "") -> Generation:
         """The arguments of `key` decoded under its schema's grammar; a grammar llama.cpp refuses (one tool's
         pattern or optional parameters past its parser's limits) falls back to any JSON object, with the reason
         logged: the call is still validated against the tool's full schema, so one odd schema never ends the turn."""
         try:
-            return self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn)),
+            return self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn), context),
                                          max_tokens=self.max_arg_tokens)
         except GrammarError as exc:
             log.warning("tool %s: its arguments grammar was refused (%s); decoding any JSON object instead", key, exc)
@@ -267,7 +277,7 @@ class ToolCaller:
         if not keys:
             return ToolCall(None, None, None, False, Action.FALLBACK, attempts, errors + ("no schema fits the context",),
                             t_end=time.perf_counter(), fallback_truncated=True)
-        prior = self._grounded(rank_prior(decision.p_top1, len(keys)), keys, turn) if self.fuse_prior and decision.candidates else None
+        prior = self._grounded(rank_prior(decision.p_top1, len(keys)), keys, turn, history) if self.fuse_prior and decision.candidates else None
         result = self.attempt(turn, keys[::-1], "schema", history, prior[::-1] if prior else None)
         gen = result.generation
         return ToolCall(result.key, result.arguments, None, result.error is None, Action.FALLBACK, attempts + 1,

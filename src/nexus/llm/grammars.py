@@ -63,7 +63,7 @@ CITY_STATE = re.compile(r"'?city, state'?", re.I)
 CITY_STATE_PATTERN = "^[A-Z][A-Za-z .'-]*, [A-Z]{2}$"
 
 
-def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dict[str, Any]:
+def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "") -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, and (given the request) every
     optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, each required time
@@ -74,14 +74,16 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     number next to its name, an id after it), a from/to pair of stated values is put the way round the request
     puts it (`nexus.llm.directions`), a list of choices holds the ones the request names, and a list of scalars has
     at most as many items as the request separates. Validation still checks the tool's own schema; this only
-    narrows what the model may write."""
+    narrows what the model may write. `context`, for a follow-up ("What about to Sydney?"), is the earlier requests
+    it leans on: their zones, currencies, times, dates, paths and numbers are offered too where the turn itself
+    states fewer than its parameters of that kind need (`_with_context`)."""
     from nexus.llm import anchors, directions
     from nexus.llm.values import is_rate_parameter, mentioned, percent_only, request_numbers
 
     out = normalise_schema(schema)
     percents = percent_only(request) if request else set()
     props = out.get("properties") if isinstance(out.get("properties"), dict) else {}
-    numbers = sorted(request_numbers(request)) if request else []
+    numbers = sorted(request_numbers(request) or (request_numbers(context) if context else set())) if request else []
     required = set(out.get("required") or [])
     if request:  # an optional parameter the request talks about is written (the model stops after the required ones)
         promoted = [n for n, sub in props.items() if n not in required and isinstance(sub, dict) and mentioned(n, sub, request)]
@@ -91,6 +93,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
     shared = _shared_anchors(props, written, request) if request else set()
     stated_by_name = {n: _stated_choices(n, sub, request) for n, sub in props.items()
                       if request and n in required and isinstance(sub, dict) and "enum" not in sub}
+    if request and context:
+        stated_by_name = _with_context(stated_by_name, props, context)
     if request:  # a from/to pair offered the same two values: each side gets the one the request puts there
         stated_by_name.update(directions.directed({n: v for n, v in stated_by_name.items() if v}, request,
                                                   lambda n, text: _stated_choices(n, props[n], text)))
@@ -141,6 +145,26 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None) -> dic
             options = [int(n) if n == int(n) else n for n in _as_fractions(options, sub, percents)]
             if options:
                 sub["enum"] = options
+    return out
+
+
+def _with_context(stated: dict[str, list[str]], props: Mapping[str, Any], context: str) -> dict[str, list[str]]:
+    """Each parameter's stated values, followed by the context's values of the same kind when the turn states fewer
+    of that kind than there are such parameters: "What about to Sydney?" after "Convert 10:00 from Paris time to New
+    York time" offers Sydney, then Paris and New York, to source and target zones alike.
+
+    >>> zone = {"type": "string", "description": "IANA timezone name"}
+    >>> _with_context({"source_timezone": ["Australia/Sydney"], "target_timezone": ["Australia/Sydney"]},
+    ...               {"source_timezone": zone, "target_timezone": zone}, "Convert 10:00 from Paris time to New York time")
+    {'source_timezone': ['Australia/Sydney', 'Europe/Paris', 'America/New_York'], 'target_timezone': ['Australia/Sydney', 'Europe/Paris', 'America/New_York']}
+    """
+    kinds = {name: _choice_kind(name, props[name]) for name in stated}
+    out = dict(stated)
+    for name, values in stated.items():
+        kind = kinds[name]
+        if kind is None or len(values) >= sum(k == kind for k in kinds.values()):
+            continue
+        out[name] = values + [v for v in _stated_choices(name, props[name], context) if v not in values]
     return out
 
 
@@ -224,35 +248,50 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
     return anchors.anchored_ids(name, request)
 
 
+def _choice_kind(name: str, schema: Mapping[str, Any]) -> str | None:
+    """The kind of value a required string parameter takes from the request (`_stated_choices`), else None."""
+    from nexus.llm import currencies, layouts, values
+
+    if schema.get("type") not in ("string", None):
+        return None
+    if values.is_zone_parameter(name, schema):
+        return "zone"
+    if currencies.is_currency_parameter(name, schema):
+        return "currency"
+    if layouts.date_layout(schema):
+        return "layout"
+    fmt = "date" if schema.get("format") == "date" else values.value_format(schema)
+    if fmt in ("time", "date"):
+        return fmt
+    return "path" if values.is_path_parameter(name, schema) else None
+
+
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
     """The values a required string parameter can take from the request, when it asks for a kind of value the
     request states: its time zones (a zone parameter), currencies (ISO codes), clock times (HH:MM), dates
     (YYYY-MM-DD, or the layout its description spells out) or file paths."""
     from nexus.llm import currencies, layouts, values
 
-    if schema.get("type") not in ("string", None):
-        return []
-    if values.is_zone_parameter(name, schema):
+    kind = _choice_kind(name, schema)
+    if kind == "zone":
         return values.request_zones(request)
-    if currencies.is_currency_parameter(name, schema):
+    if kind == "currency":
         return currencies.request_currencies(request)
-    layout = layouts.date_layout(schema)
-    if layout:
-        return layouts.request_dates_in(layout, request)
-    fmt = "date" if schema.get("format") == "date" else values.value_format(schema)
-    if fmt == "time":
+    if kind == "layout":
+        return layouts.request_dates_in(layouts.date_layout(schema), request)
+    if kind == "time":
         return sorted(values.request_times(request))
-    if fmt == "date":
+    if kind == "date":
         return values.request_full_dates(request)
-    if values.is_path_parameter(name, schema):
+    if kind == "path":
         return values.request_path_choices(request)
     return []
 
 
-def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None) -> str:
-    """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content); with the request,
-    built from `grammar_schema`."""
-    shaped = grammar_schema(schema, request) if request is not None else normalise_schema(schema)
+def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None, context: str = "") -> str:
+    """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content); with the request (and the
+    earlier requests a follow-up leans on), built from `grammar_schema`."""
+    shaped = grammar_schema(schema, request, context) if request is not None else normalise_schema(schema)
     return _arguments_gbnf(json.dumps(shaped, sort_keys=False, ensure_ascii=False))
 
 
