@@ -104,3 +104,38 @@ def directed(stated: Mapping[str, Sequence[str]], request: str,
         if placed is not None:
             out[source], out[target] = [placed], [next(v for v in values if v != placed)]
     return out
+
+
+def _placed(values: Sequence[str], request: str, choices_in: Callable[[str], Sequence[str]]) -> tuple[str | None, str | None]:
+    """(source, target): the one value of `values` the request puts after its "from" cue, and after its "to" cue."""
+    on = [_stated_on(text, values, choices_in) for text in _sides(request)]
+    return tuple(found[0] if len(found) == 1 else None for found in on)  # type: ignore[return-value]
+
+
+def directed_follow_up(stated: Mapping[str, Sequence[str]], request: str, context: str,
+                       choices_in: Callable[[str, str], Sequence[str]]) -> dict[str, list[str]]:
+    """For a follow-up, each source/target pair gets the side its own cue places and the other side from the request
+    it leans on: "What about to Sydney?" after "Convert 10:00 from Paris time to New York time" is Paris to Sydney.
+
+    >>> from nexus.llm.values import request_zones
+    >>> zones = ["Australia/Sydney", "Europe/Paris", "America/New_York"]
+    >>> directed_follow_up({"source_timezone": zones, "target_timezone": zones}, "What about to Sydney?",
+    ...                    "Convert 10:00 from Paris time to New York time", lambda name, text: request_zones(text))
+    {'source_timezone': ['Europe/Paris'], 'target_timezone': ['Australia/Sydney']}
+    """
+    out: dict[str, list[str]] = {}
+    ends = {name: direction(name) for name in stated}
+    for source in (n for n, end in ends.items() if end == "source"):
+        values = list(stated[source])
+        target = next((n for n, end in ends.items() if end == "target" and list(stated[n]) == values and n not in out), None)
+        if target is None or len(values) < 2:
+            continue
+        now = _placed(values, request, lambda t: choices_in(source, t))
+        before = _placed(values, context, lambda t: choices_in(source, t))
+        if now == (None, None):
+            continue  # the turn moves neither end: leave the values to the model
+        src, dst = now[0] or before[0], now[1] or before[1]
+        if src and dst and src != dst:
+            out[source], out[target] = [src], [dst]
+    return out
+
