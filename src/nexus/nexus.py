@@ -428,24 +428,16 @@ class Nexus:
 
     def validate(self, key: str, arguments: Any) -> dict[str, Any]:
         """`arguments` checked against the tool's full JSON Schema (ArgumentsError, naming the first problem)."""
-        from jsonschema import validators
-        from referencing import Registry as Resources
-        from referencing.exceptions import Unresolvable
+        from nexus.registry.tool import arguments_validator, first_argument_error
 
         if not isinstance(arguments, Mapping):
             raise ArgumentsError(f"arguments for {key!r} must be a JSON object, got {type(arguments).__name__}")
-        schema = dict(self.registry.get(key).input_schema)
-        # An empty resource registry: a `$ref` resolves within the schema (or to a JSON Schema metaschema), never by
-        # fetching a URL a server wrote into its schema.
-        validator = validators.validator_for(schema, default=validators.Draft202012Validator)(schema, registry=Resources())
         try:
-            errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (len(e.path), e.message))
-        except Unresolvable as exc:
-            raise NexusError(f"{key!r} is not called: its inputSchema has a $ref that does not resolve within the "
-                             f"schema ({exc}); its server must fix the schema") from None
-        if errors:
-            where = "/".join(str(p) for p in errors[0].absolute_path)
-            raise ArgumentsError(f"arguments for {key!r} rejected: {where + ': ' if where else ''}{errors[0].message}")
+            error = first_argument_error(arguments_validator(dict(self.registry.get(key).input_schema)), dict(arguments))
+        except NexusError as exc:  # a `$ref` that does not resolve within the schema
+            raise NexusError(f"{key!r} is not called: {exc}; its server must fix the schema") from None
+        if error:
+            raise ArgumentsError(f"arguments for {key!r} rejected: {error}")
         return dict(arguments)
 
     async def call(self, name: str, arguments: Any = None) -> str:

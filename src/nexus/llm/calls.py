@@ -26,17 +26,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from jsonschema import validators
-from referencing import Registry as Resources
-from referencing.exceptions import Unresolvable
 
-from nexus.errors import ConfigError, GrammarError
+from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.values import misses_stated_path, normalise_arguments, unstated_required
 from nexus.registry import Registry
+from nexus.registry.tool import arguments_validator, first_argument_error
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS = 64
@@ -112,10 +110,7 @@ class ToolCaller:
         tool = self.registry.get(key)
         cached = self._validators.get(key)
         if cached is None or cached[0] != tool.content_hash:
-            schema = dict(tool.input_schema)
-            cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-            # an empty resource registry: a `$ref` resolves within the schema, never by fetching a URL it names
-            cached = self._validators[key] = (tool.content_hash, cls(schema, registry=Resources()))
+            cached = self._validators[key] = (tool.content_hash, arguments_validator(dict(tool.input_schema)))
         return cached[1]
 
     def validate(self, key: str, text: str, finished: bool, request: str | None = None,
@@ -136,13 +131,9 @@ class ToolCaller:
         if request is not None and self.normalise:
             value = normalise_arguments(value, self.registry.get(key).input_schema, request)
         try:
-            errors = sorted(self._validator(key).iter_errors(value), key=lambda e: (len(e.path), e.message))
-        except Unresolvable as exc:
-            return value, f"the tool's schema has a $ref that does not resolve within it ({exc})"
-        if errors:
-            where = "/".join(str(p) for p in errors[0].absolute_path)
-            return value, f"{where + ': ' if where else ''}{errors[0].message}"
-        return value, None
+            return value, first_argument_error(self._validator(key), value)
+        except NexusError as exc:  # a `$ref` that does not resolve within the schema: no call can be valid
+            return value, f"the tool's schema is broken: {exc}"
 
     @staticmethod
     def _context(history: Sequence[Exchange]) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
-from nexus.errors import ToolLoadError
+from nexus.errors import NexusError, ToolLoadError
 
 log = logging.getLogger(__name__)
 MAX_NAME_CHARS = 128
@@ -109,6 +109,33 @@ def check_tool(raw: Any, origin: str, where: str) -> Tool:
         log.warning("%s: the name is outside the MCP character set [A-Za-z0-9_.-]{1,64}; published as %r",
                     where, tool.public_name)
     return tool
+
+
+def arguments_validator(schema: Mapping[str, Any]) -> Any:
+    """A validator of a call's arguments against the tool's full schema. Its resource registry is empty: a `$ref`
+    resolves within the schema (or to a JSON Schema metaschema), never by fetching a URL a server wrote into it."""
+    from referencing import Registry as Resources
+
+    return validators.validator_for(schema, default=validators.Draft202012Validator)(schema, registry=Resources())
+
+
+def first_argument_error(validator: Any, arguments: Any) -> str | None:
+    """The shallowest problem of `arguments` ("where: message"), None when they are valid; NexusError when the schema
+    has a `$ref` that does not resolve within it.
+
+    >>> first_argument_error(arguments_validator({"type": "object", "properties": {"a": {"type": "string"}}}), {"a": 1})
+    "a: 1 is not of type 'string'"
+    """
+    from referencing.exceptions import Unresolvable
+
+    try:
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: (len(e.path), e.message))
+    except Unresolvable as exc:
+        raise NexusError(f"its inputSchema has a $ref that does not resolve within the schema ({exc})") from None
+    if not errors:
+        return None
+    where = "/".join(str(p) for p in errors[0].absolute_path)
+    return f"{where + ': ' if where else ''}{errors[0].message}"
 
 
 def check_schema(schema: Any, where: str) -> None:
