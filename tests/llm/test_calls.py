@@ -242,7 +242,9 @@ def test_a_shortlisted_tool_that_would_invent_a_time_is_weighted_down(turn, weig
         assert prior["convert_time"] == pytest.approx(0.9)
 
 
-def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one():
+@pytest.mark.parametrize("turn, weighted", [("Show the latest 3 commits of the repository at /srv/app", True),
+                                            ("Show the latest 3 commits of google.com in the U.S.", False)])
+def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one(turn, weighted):
     log = Tool("git_log", "Shows the commit logs.", {"type": "object", "properties": {
         "repo_path": {"type": "string"}, "max_count": {"type": "integer"}}, "required": ["repo_path"]}, "s")
     remote = Tool("get_commit", "Get details for a commit from a GitHub repository.", {"type": "object", "properties": {
@@ -250,10 +252,12 @@ def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one(
     reg = Registry()
     reg.set_source("s", [log, remote])
     backend = ScriptedBackend(arguments=['{"repo_path": "/srv/app"}'], choices=["git_log"])
-    ToolCaller(backend, reg).call("Show the latest 3 commits of the repository at /srv/app",
-                                  decision(Action.SHORTLIST, "get_commit", "git_log"))
+    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "get_commit", "git_log"))
     prior = dict(zip(backend.calls[0][2], backend.priors[0]))
-    assert prior["git_log"] > prior["get_commit"] and prior["get_commit"] == pytest.approx(0.09 / 0.19)
+    if weighted:
+        assert prior["git_log"] > prior["get_commit"] and prior["get_commit"] == pytest.approx(0.09 / 0.19)
+    else:  # a domain or an abbreviation is no path: the gate's prior as it is
+        assert prior["get_commit"] == pytest.approx(0.9)
 
 
 @pytest.mark.parametrize("ref", ["#/$defs/missing", "http://127.0.0.1:9/schema.json"])

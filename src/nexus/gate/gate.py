@@ -32,6 +32,7 @@ from nexus.gate.cross_encoder import tool_text
 from nexus.gate.decision import Action, Decision
 from nexus.gate.model import GateModel, GateModelError
 from nexus.gate.policy import choose_action
+from nexus.paths import PATHS, path_kind
 from nexus.gate.probabilities import TurnProbabilities
 from nexus.registry import Registry
 from nexus.slb.index import Hit, SemanticLookasideBuffer
@@ -66,22 +67,6 @@ def is_follow_up(turn: str) -> bool:
     return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or (len(words) <= 8 and bool(_ANAPHORA.search(own)))
 
 
-# A file or folder path as users write one: from the root, the home folder, the working folder or a drive ("/srv/a",
-# "~/notes", "./out", "C:\\data"), with at least two characters after the first separator ("4/5", "/q" and dates are
-# not paths), never inside a URL; and a bare file name with a common file extension ("notes.txt"; "google.com" is not).
-_FS_PATH = re.compile(r"(?<![\w.:/\\-])(?:[A-Za-z]:[\\/]|~[\\/]|\.{1,2}[\\/]|/)(?=[\w.-]{2})[\w.-]+(?:[\\/][\w.-]+)*[\\/]?")
-_FILE_TYPES = ("txt md rst csv tsv json jsonl yaml yml toml ini cfg xml html htm log sql db sqlite py js ts java cpp go "
-               "rs rb sh ipynb pdf doc docx xls xlsx ppt pptx odt png jpg jpeg gif svg webp bmp tif tiff mp3 wav mp4 mov avi "
-               "zip tar gz tgz exe nii").split()
-_FILE_NAME = re.compile(rf"(?<![\w./\\-])[\w-]{{2,}}(?:\.[\w-]+)*\.(?:{'|'.join(_FILE_TYPES)})(?![\w/\\])", re.I)
-
-
-def _path_kind(path: str) -> str:
-    ext = re.search(r"\.([A-Za-z0-9]{1,5})$", path.rstrip("/\\"))
-    kind = ext.group(1).lower() if ext and ext.group(1).lower() in _FILE_TYPES else None
-    return "a folder" if kind is None else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} file"
-
-
 def routing_text(turn: str) -> str:
     """The turn as routing reads it: each file or folder path it writes becomes its kind ("a folder", "a txt file").
     A path's words are the user's own ("/work/main/.nexus-cache/workspace"), not what a tool does, and they pulled
@@ -92,8 +77,7 @@ def routing_text(turn: str) -> str:
     >>> routing_text("4/5 stars on 22/3/2024 in the U.S., see google.com, 1.75m tall, 8 a.m., Washington D.C.")
     '4/5 stars on 22/3/2024 in the U.S., see google.com, 1.75m tall, 8 a.m., Washington D.C.'
     """
-    turn = _FS_PATH.sub(lambda m: _path_kind(m.group(0)), turn)
-    return _FILE_NAME.sub(lambda m: _path_kind(m.group(0)), turn)
+    return PATHS.sub(lambda m: path_kind(m.group(0)), turn)
 
 
 def contextual_turn(turn: str, history: Sequence[str], max_turns: int = 2) -> str:

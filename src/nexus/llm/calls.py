@@ -32,7 +32,8 @@ from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.llm.values import misses_stated_path, normalise_arguments, unstated_required
+from nexus.paths import written_paths
+from nexus.llm.values import normalise_arguments, takes_path, unstated_required
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
 
@@ -219,12 +220,13 @@ class ToolCaller:
     def _grounded(self, prior: list[float], keys: Sequence[str], turn: str, history: Sequence[Exchange] = ()) -> list[float]:
         """The prior with each tool that does not fit what the request states weighted down by UNSTATED_PRIOR and
         renormalised: it would have to invent a required zone, date or time the request does not state
-        (`unstated_required`), or the request writes a path and the tool takes none (`misses_stated_path`).
+        (`unstated_required`), or the request writes a path and the tool takes none (`takes_path`).
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
         turn = f"{self._context(history)} {turn}".strip()
-        unstated = [bool(unstated_required(schema, turn)) or misses_stated_path(schema, turn)
+        path = bool(written_paths(turn))
+        unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema))
                     for schema in (self.registry.get(k).input_schema for k in keys)]
         if all(unstated) or not any(unstated):
             return prior

@@ -450,21 +450,17 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
     return out
 
 
-def misses_stated_path(schema: Mapping[str, Any], request: str) -> bool:
-    """Whether the request writes a file or folder path (not a URL) and the tool has no parameter to take one: a
+def takes_path(schema: Mapping[str, Any]) -> bool:
+    """Whether a tool has a parameter for a file or folder path (by its name, or a description that says path): a
     user who names a path wants a tool that works on it ("the last 3 commits of the repository at /srv/app").
 
-    >>> misses_stated_path({"properties": {"owner": {}, "sha": {}}}, "commits of the repo at /srv/app")
-    True
-    >>> misses_stated_path({"properties": {"repo_path": {"type": "string"}}}, "commits of the repo at /srv/app")
-    False
+    >>> takes_path({"properties": {"owner": {}, "sha": {}}}), takes_path({"properties": {"repo_path": {"type": "string"}}})
+    (False, True)
     """
-    if not any("://" not in p for p in request_paths(request)):
-        return False
     props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    return not any(isinstance(sub, Mapping) and (is_path_parameter(name, sub) or "path" in words(name)
-                                                 or "path" in words(str(sub.get("description", ""))))
-                   for name, sub in props.items())
+    return any(isinstance(sub, Mapping) and (is_path_parameter(name, sub) or "path" in words(name)
+                                             or "path" in words(str(sub.get("description", ""))))
+               for name, sub in props.items())
 
 
 def _choices(schema: Mapping[str, Any]) -> list[str]:
