@@ -160,7 +160,9 @@ def _with_context(stated: dict[str, list[str]], props: Mapping[str, Any], contex
     ...               {"source_timezone": zone, "target_timezone": zone}, "Convert 10:00 from Paris time to New York time")
     {'source_timezone': ['Australia/Sydney', 'Europe/Paris', 'America/New_York'], 'target_timezone': ['Australia/Sydney', 'Europe/Paris', 'America/New_York']}
     """
-    kinds = {name: _choice_kind(name, props[name]) for name in stated}
+    from nexus.llm.values import value_kind
+
+    kinds = {name: value_kind(name, props[name]) for name in stated}
     out = dict(stated)
     for name, values in stated.items():
         kind = kinds[name]
@@ -250,31 +252,13 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
     return anchors.anchored_ids(name, request)
 
 
-def _choice_kind(name: str, schema: Mapping[str, Any]) -> str | None:
-    """The kind of value a required string parameter takes from the request (`_stated_choices`), else None."""
-    from nexus.llm import currencies, layouts, values
-
-    if schema.get("type") not in ("string", None):
-        return None
-    if values.is_zone_parameter(name, schema):
-        return "zone"
-    if currencies.is_currency_parameter(name, schema):
-        return "currency"
-    if layouts.date_layout(schema):
-        return "layout"
-    fmt = "date" if schema.get("format") == "date" else values.value_format(schema)
-    if fmt in ("time", "date"):
-        return fmt
-    return "path" if values.is_path_parameter(name, schema) else None
-
-
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
     """The values a required string parameter can take from the request, when it asks for a kind of value the
     request states: its time zones (a zone parameter), currencies (ISO codes), clock times (HH:MM), dates
     (YYYY-MM-DD, or the layout its description spells out) or file paths."""
     from nexus.llm import currencies, layouts, values
 
-    kind = _choice_kind(name, schema)
+    kind = values.value_kind(name, schema)
     if kind == "zone":
         return values.request_zones(request)
     if kind == "currency":

@@ -417,6 +417,29 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
     return True  # objects: their fields are the model's structure, not a value to look up
 
 
+def value_kind(name: str, schema: Mapping[str, Any]) -> str | None:
+    """The kind of value a string parameter takes from what a request states: "zone", "currency", "layout" (a date
+    in the layout its description spells out), "date", "time", "path"; None for any other.
+
+    >>> value_kind("tz", {"type": "string"}), value_kind("day", {"type": "string", "format": "date"}), value_kind("q", {})
+    ('zone', 'date', None)
+    """
+    from nexus.llm.currencies import is_currency_parameter
+
+    if schema.get("type") not in ("string", None):
+        return None
+    if is_zone_parameter(name, schema):
+        return "zone"
+    if is_currency_parameter(name, schema):
+        return "currency"
+    if date_layout(schema):
+        return "layout"
+    fmt = "date" if schema.get("format") == "date" else value_format(schema)
+    if fmt in ("time", "date"):
+        return fmt
+    return "path" if is_path_parameter(name, schema) else None
+
+
 def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
     """The required parameters that take a time zone, a date or a clock time when the request states none of that
     kind: a call to this tool would have to invent them ("What time is it in Tokyo?" gives `convert_time` no `time`).
@@ -436,12 +459,12 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
         sub = props.get(name)
         if not isinstance(sub, Mapping):
             continue
-        fmt = "date" if sub.get("format") == "date" or date_layout(sub) else value_format(sub)
-        if is_zone_parameter(name, sub):
+        kind = value_kind(name, sub)
+        if kind == "zone":
             missing = not request_zones(request)
-        elif fmt == "date":  # any written date counts here, also one whose day/month order is unclear ("05/12/2023")
+        elif kind in ("date", "layout"):  # any written date counts, also one whose day/month order is unclear ("05/12/2023")
             missing = not request_dates(request) and not NUMERIC_DATE.search(request or "")
-        elif fmt == "time":
+        elif kind == "time":
             missing = not request_times(request)
         else:
             continue
