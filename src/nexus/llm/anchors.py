@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from nexus.llm.values import NAME_FILLER, NUMBER_WORDS, SCALES, THOUSANDS_COMMA, _choices, words
+from nexus.llm.values import NAME_FILLER, NUMBER_WORDS, SCALES, THOUSANDS_COMMA, _choices, request_coordinates, words
 
 # Words between a parameter's word and its value: "equity of $10", "id is 1234", "id: 3".
 LINKS = frozenset("of is was are be equals equal".split())
@@ -115,7 +115,6 @@ def anchored_numbers(name: str, request: str) -> list[float]:
     return found + [v for v in coordinates(name, request) if v not in found]
 
 
-_COORDINATE = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s*(°)?\s*([NSEW])\b")
 _AXES = {"lat": "NS", "latitude": "NS", "lon": "EW", "lng": "EW", "long": "EW", "longitude": "EW"}
 
 
@@ -130,8 +129,7 @@ def coordinates(name: str, request: str) -> list[float]:
     if len(axes) != 1:
         return []
     axis = axes.pop()
-    return [(-1 if side in "SW" else 1) * float(number) for number, degree, side in _COORDINATE.findall(request or "")
-            if side in axis and (degree or "." in number)]
+    return [number for number, side in request_coordinates(request) if side in axis]
 
 
 def anchored_ids(name: str, request: str) -> list[str]:

@@ -328,8 +328,9 @@ _AFTER_NUMBER = re.compile(r"\s*(%|percent\b|thousand\b|million\b|billion\b|tril
 _HEMISPHERE = re.compile(r"(°)?\s*([NSEW])\b")
 
 
-def _numbers(request: str) -> list[tuple[float, str]]:
-    """Each number the request writes in digits, with the word that follows it: "%", a scale word or ""."""
+def _numbers(request: str) -> list[tuple[float, str, str]]:
+    """Each number the request writes in digits, with the word that follows it ("%", a scale word or "") and, for a
+    coordinate (a decimal or degrees), its hemisphere (N, S, E, W; the number negative for S and W), else ""."""
     out = []
     for match in _NUMBER.finditer(request or ""):
         try:
@@ -338,10 +339,20 @@ def _numbers(request: str) -> list[tuple[float, str]]:
             continue
         after = _AFTER_NUMBER.match(request, match.end()).group(1) or ""
         side = _HEMISPHERE.match(request, match.end())
-        if side and (side.group(1) or "." in match.group(0)) and side.group(2) in "SW":
+        hemisphere = side.group(2) if side and (side.group(1) or "." in match.group(0)) else ""
+        if hemisphere in ("S", "W"):
             number = -abs(number)
-        out.append((number, "%" if after in ("%", "percent") else after.lower()))
+        out.append((number, "%" if after in ("%", "percent") else after.lower(), hemisphere))
     return out
+
+
+def request_coordinates(request: str) -> list[tuple[float, str]]:
+    """The coordinates the request writes with a hemisphere, signed, with it.
+
+    >>> request_coordinates("at 37.8651 N, 119.5383 W, 5 S")
+    [(37.8651, 'N'), (-119.5383, 'W')]
+    """
+    return [(number, side) for number, _, side in _numbers(request) if side]
 
 
 def request_numbers(request: str) -> set[float]:
@@ -355,7 +366,7 @@ def request_numbers(request: str) -> set[float]:
     ([-119.5383, 37.8651], [-33.0, 5.0])
     """
     found: set[float] = set()
-    for number, after in _numbers(request):
+    for number, after, _ in _numbers(request):
         found.add(number)
         if after == "%":
             found.add(number / 100)
@@ -377,7 +388,7 @@ def is_rate_parameter(name: str, schema: Mapping[str, Any]) -> bool:
 def percent_only(request: str) -> set[float]:
     """The numbers the request writes only as percentages ("8%": 8, not also written plain)."""
     numbers = _numbers(request)
-    return {n for n, after in numbers if after == "%"} - {n for n, after in numbers if after != "%"}
+    return {n for n, after, _ in numbers if after == "%"} - {n for n, after, _ in numbers if after != "%"}
 
 
 def wants_fraction(schema: Mapping[str, Any]) -> bool:
