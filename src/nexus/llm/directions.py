@@ -79,48 +79,24 @@ def _stated_on(text: str | None, values: Sequence[str], choices_in: Callable[[st
     return [v for v in values if v in found]
 
 
-def directed(stated: Mapping[str, Sequence[str]], request: str,
-             choices_in: Callable[[str, str], Sequence[str]]) -> dict[str, list[str]]:
-    """For each source/target pair of parameters offered the same two values, the one value each side gets
-    (`choices_in(name, text)`: the values of that parameter's kind the text states); pairs the request does not
-    place are left out."""
-    out: dict[str, list[str]] = {}
-    ends = {name: direction(name) for name in stated}
-    sides = _sides(request)
-    for source in (n for n, end in ends.items() if end == "source"):
-        values = list(stated[source])
-        target = next((n for n, end in ends.items() if end == "target" and list(stated[n]) == values and n not in out), None)
-        if target is None or len(values) != 2:
-            continue
-        on_source, on_target = (_stated_on(text, values, lambda t: choices_in(source, t)) for text in sides)
-        by_source = on_source[0] if len(on_source) == 1 else None
-        by_target = next(v for v in values if v != on_target[0]) if len(on_target) == 1 else None  # the other one
-        if by_source and by_target and by_source != by_target:
-            continue  # the two sides disagree: leave both values to the model
-        placed = by_source or by_target
-        if placed is None:  # "If it's 2:30pm in Chicago, what time is it in Berlin?": Chicago is the source
-            near = _stated_on(_after_quantity(request), values, lambda t: choices_in(source, t))
-            placed = near[0] if len(near) == 1 else None
-        if placed is not None:
-            out[source], out[target] = [placed], [next(v for v in values if v != placed)]
-    return out
-
-
 def _placed(values: Sequence[str], request: str, choices_in: Callable[[str], Sequence[str]]) -> tuple[str | None, str | None]:
     """(source, target): the one value of `values` the request puts after its "from" cue, and after its "to" cue."""
     on = [_stated_on(text, values, choices_in) for text in _sides(request)]
-    return tuple(found[0] if len(found) == 1 else None for found in on)  # type: ignore[return-value]
+    return on[0][0] if len(on[0]) == 1 else None, on[1][0] if len(on[1]) == 1 else None
 
 
-def directed_follow_up(stated: Mapping[str, Sequence[str]], request: str, context: str,
-                       choices_in: Callable[[str, str], Sequence[str]]) -> dict[str, list[str]]:
-    """For a follow-up, each source/target pair gets the side its own cue places and the other side from the request
-    it leans on: "What about to Sydney?" after "Convert 10:00 from Paris time to New York time" is Paris to Sydney.
+def directed(stated: Mapping[str, Sequence[str]], request: str, choices_in: Callable[[str, str], Sequence[str]],
+             context: str = "") -> dict[str, list[str]]:
+    """For each source/target pair of parameters offered the same values, the one value each side gets
+    (`choices_in(name, text)`: the values of that parameter's kind the text states); pairs the request does not
+    place are left out. With `context`, the request a follow-up leans on, a pair the turn's own cue moves at one end
+    takes the other end from the context: "What about to Sydney?" after "Convert 10:00 from Paris time to New York
+    time" is Paris to Sydney.
 
     >>> from nexus.llm.values import request_zones
     >>> zones = ["Australia/Sydney", "Europe/Paris", "America/New_York"]
-    >>> directed_follow_up({"source_timezone": zones, "target_timezone": zones}, "What about to Sydney?",
-    ...                    "Convert 10:00 from Paris time to New York time", lambda name, text: request_zones(text))
+    >>> directed({"source_timezone": zones, "target_timezone": zones}, "What about to Sydney?",
+    ...          lambda name, text: request_zones(text), "Convert 10:00 from Paris time to New York time")
     {'source_timezone': ['Europe/Paris'], 'target_timezone': ['Australia/Sydney']}
     """
     out: dict[str, list[str]] = {}
@@ -130,12 +106,23 @@ def directed_follow_up(stated: Mapping[str, Sequence[str]], request: str, contex
         target = next((n for n, end in ends.items() if end == "target" and list(stated[n]) == values and n not in out), None)
         if target is None or len(values) < 2:
             continue
-        now = _placed(values, request, lambda t: choices_in(source, t))
-        before = _placed(values, context, lambda t: choices_in(source, t))
-        if now == (None, None):
-            continue  # the turn moves neither end: leave the values to the model
-        src, dst = now[0] or before[0], now[1] or before[1]
-        if src and dst and src != dst:
-            out[source], out[target] = [src], [dst]
+        pick = lambda text, source=source: choices_in(source, text)  # noqa: E731 - one parameter's kind
+        on_source, on_target = _placed(values, request, pick)
+        if context and (on_source or on_target):  # a follow-up moves one end; the other is the earlier request's
+            before = _placed(values, context, pick)
+            ends_now = on_source or before[0], on_target or before[1]
+            if ends_now[0] and ends_now[1] and ends_now[0] != ends_now[1]:
+                out[source], out[target] = [ends_now[0]], [ends_now[1]]
+                continue
+        if len(values) != 2:
+            continue
+        by_target = next(v for v in values if v != on_target) if on_target else None  # the other one
+        if on_source and by_target and on_source != by_target:
+            continue  # the two sides disagree: leave both values to the model
+        placed = on_source or by_target
+        if placed is None:  # "If it's 2:30pm in Chicago, what time is it in Berlin?": Chicago is the source
+            near = _stated_on(_after_quantity(request), values, pick)
+            placed = near[0] if len(near) == 1 else None
+        if placed is not None:
+            out[source], out[target] = [placed], [next(v for v in values if v != placed)]
     return out
-

@@ -95,11 +95,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
                       if request and n in required and isinstance(sub, dict) and "enum" not in sub}
     if request and context:
         stated_by_name = _with_context(stated_by_name, props, context)
-        stated_by_name.update(directions.directed_follow_up({n: v for n, v in stated_by_name.items() if v}, request, context,
-                                                            lambda n, text: _stated_choices(n, props[n], text)))
-    if request:  # a from/to pair offered the same two values: each side gets the one the request puts there
+    if request:  # a from/to pair offered the same values: each side gets the one the request (or a follow-up's) places
         stated_by_name.update(directions.directed({n: v for n, v in stated_by_name.items() if v}, request,
-                                                  lambda n, text: _stated_choices(n, props[n], text)))
+                                                  lambda n, text: _stated_choices(n, props[n], text), context))
     for name, sub in props.items():
         if not isinstance(sub, dict) or "pattern" in sub:
             continue
