@@ -180,10 +180,7 @@ class ToolCaller:
             key, chosen = selection.option, selection.prefilled_tokens
         if schema_prompt and view != "schema":
             call = self.prompts.call_prompt(turn, self.tool_lines([key], "schema"), history, blocks=blocks)
-        prompt = self.prompts.arguments_prompt(call, key)
-        context = self._context(history)
-        generation = self._generate_arguments(prompt, key, turn, context)
-        arguments, error = self.validate(key, generation.text, generation.finished, f"{context} {turn}".strip(), generation.looped)
+        generation, arguments, error = self._decode(self.prompts.arguments_prompt(call, key), key, turn, history)
         return _Attempt(key, generation, arguments, error, chosen + generation.prefilled_tokens)
 
     def call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
@@ -238,11 +235,17 @@ class ToolCaller:
         message, decoded again under the grammar. Returns (arguments, error or None, generation)."""
         tool = self.registry.get(first.key)
         repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error or "", history)
-        context = self._context(history)
-        generation = self._generate_arguments(repair, first.key, turn, context)
-        arguments, error = self.validate(first.key, generation.text, generation.finished, f"{context} {turn}".strip(),
-                                         generation.looped)
+        generation, arguments, error = self._decode(repair, first.key, turn, history)
         return arguments, error, generation
+
+    def _decode(self, prompt: Prompt, key: str, turn: str,
+                history: Sequence[Exchange]) -> tuple[Generation, dict[str, Any] | None, str | None]:
+        """`key`'s arguments decoded after `prompt` and validated, grounded in the turn and the requests it leans on."""
+        context = self._context(history)
+        generation = self._generate_arguments(prompt, key, turn, context)
+        arguments, error = self.validate(key, generation.text, generation.finished, f"{context} {turn}".strip(),
+                                         generation.looped)
+        return generation, arguments, error
 
     def _generate_arguments(self, prompt: Prompt, key: str, turn: str, context: str = "") -> Generation:
         """The arguments of `key` decoded under its schema's grammar; a grammar llama.cpp refuses (one tool's
