@@ -1,4 +1,4 @@
-"""The demo: real MCP servers (installed in `.servers`), their tools plus ~640 catalogue tools for scale, natural
+"""The demo: real MCP servers (installed in `.servers`), their tools (with `--scale` also ~600 catalogue tools), natural
 requests routed through the facade (SLB -> gate -> LLM), each chosen tool called through MCP.
 
 `run_demo` is the orchestration (async, every part injectable through the `Nexus` it is given, used by the tests);

@@ -3,6 +3,8 @@ bounded repair, the FALLBACK after it, plain answers, and overflow handling."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from nexus.gate.decision import Action, Decision
@@ -240,6 +242,22 @@ def test_a_shortlisted_tool_that_would_invent_a_time_is_weighted_down(turn, weig
         assert prior["convert_time"] == pytest.approx(0.09 / 0.19) and prior["get_current_time"] > prior["convert_time"]
     else:  # both tools can be filled from the request: the gate's prior as it is
         assert prior["convert_time"] == pytest.approx(0.9)
+
+
+def test_a_candidate_the_gate_scored_far_below_keeps_almost_no_share_of_the_prior(registry):
+    """The demo's "What time is it in Tokyo right now?" went to `git_log`: fifth of five, its gate score 6.6 below the
+    second's, yet rank alone had left it a share close to the time tools' own."""
+    backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_time"])
+    hits = tuple(Hit(k, 0.5, 0.5, 0.0) for k in ("get_weather", "get_time", "send_email"))
+    scored = Decision(Action.SHORTLIST, hits, p_top1=0.6, scores=(11.2, 9.6, 3.0))
+    ToolCaller(backend, registry).call("time in Tokyo?", scored)
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    assert prior["get_weather"] == pytest.approx(0.6) and sum(prior.values()) == pytest.approx(1.0)
+    assert prior["send_email"] < 1e-3 < prior["get_time"]  # by rank alone it would keep 0.4 * e^-2 / (e^-1 + e^-2) = 0.108
+    # without scores (a gate that gives none), rank alone: the third keeps (1 - 0.9) * e^-2 / (e^-1 + e^-2)
+    ToolCaller(backend, registry).call("time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time", "send_email"))
+    unscored = dict(zip(backend.calls[-2][2], backend.priors[1]))
+    assert unscored["send_email"] == pytest.approx(0.1 * math.exp(-2) / (math.exp(-1) + math.exp(-2)))
 
 
 @pytest.mark.parametrize("turn, weighted", [("Show the latest 3 commits of the repository at /srv/app", True),

@@ -1,7 +1,7 @@
 """`nexus demo`: the main job, offline on embedded defaults.
 
-Starts the demo MCP servers installed in `.servers` (stdio), ingests their tools — plus, when the
-evaluation data folder exists, ~640 real MCP tools from public catalogues to show scale — routes a set of
+Starts the demo MCP servers installed in `.servers` (stdio), ingests their tools — with `--scale`, and when the
+evaluation data folder exists, also ~600 real MCP tools from public catalogues that no server here serves — routes a set of
 natural requests through SLB -> gate -> LLM (the packaged Gemma 3 270M writes the arguments under a
 grammar), calls the chosen tool through MCP and prints one table row per turn.
 
@@ -108,7 +108,9 @@ def write_rows(turns: Sequence["DemoTurn"], out: Path) -> None:
 
 def demo(
     workspace: Optional[Path] = typer.Option(None, help="folder the demo servers work in (default: CACHE_DIR/workspace)"),
-    scale: bool = typer.Option(True, "--scale/--no-scale", help="also ingest the public MCP catalogues when the data folder exists"),
+    scale: bool = typer.Option(False, "--scale/--no-scale", help="also ingest ~600 tools of public MCP catalogues (when "
+                               "the data folder exists) that no demo server serves: routing at scale, with tools that "
+                               "cannot be called"),
     request: list[str] = typer.Option([], "--request", "-r", help="your own request(s) instead of the built-in ones"),
     gate_model: Optional[Path] = typer.Option(None, help="trained gate folder (default: NEXUS_GATE_MODEL or the cache's)"),
     train_gate: bool = typer.Option(True, "--train-gate/--no-train-gate",

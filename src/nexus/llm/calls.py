@@ -46,16 +46,24 @@ SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 UNSTATED_PRIOR = 0.1  # a listed tool that does not fit what the request states (`ToolCaller._grounded`; session 12)
 
 
-def rank_prior(p_top1: float, n: int) -> list[float]:
-    """The gate's belief over a ranked list: p_top1 on the first, the rest shared by rank (e^-rank).
+def rank_prior(p_top1: float, n: int, scores: Sequence[float] = ()) -> list[float]:
+    """The gate's belief over a ranked list: p_top1 on the first, the rest shared by rank (e^-rank) and, when the
+    gate's order scores are given (one per tool, all finite), by how far each falls below the second
+    (e^-rank * e^(score - second score)): a tool the gate put far behind keeps almost no share, so the model's pick
+    cannot land on it ("What time is it in Tokyo?" had gone to `git_log`, scored 6.6 below `get_current_time`,
+    because rank alone left it 0.028 of the prior, close to the time tools' own shares).
 
     >>> [round(p, 3) for p in rank_prior(0.8, 3)]
     [0.8, 0.146, 0.054]
+    >>> [round(p, 3) for p in rank_prior(0.8, 3, [11.2, 9.6, 3.0])]
+    [0.8, 0.2, 0.0]
     """
     if n <= 1:
         return [1.0] * n
     top = min(max(p_top1, 1e-3), 1 - 1e-3)
     rest = [math.exp(-rank) for rank in range(1, n)]
+    if len(scores) == n and all(math.isfinite(s) for s in scores):
+        rest = [w * math.exp(min(0.0, s - scores[1])) for w, s in zip(rest, scores[1:])]
     return [top] + [(1 - top) * w / sum(rest) for w in rest]
 
 
@@ -192,7 +200,7 @@ class ToolCaller:
             first = self.attempt(turn, [decision.candidates[0].key], "schema", history, blocks=True)
         elif decision.action is Action.SHORTLIST:
             ranked = [h.key for h in decision.candidates]
-            prior = self._grounded(rank_prior(decision.p_top1, len(ranked)), ranked, turn, history) if self.fuse_prior else None
+            prior = self._grounded(rank_prior(decision.p_top1, len(ranked), decision.scores), ranked, turn, history) if self.fuse_prior else None
             # best-ranked last, next to the request: small models pick what they read last (measured)
             first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None, blocks=True,
                                  schema_prompt=self.shortlist_view == "two-prompts")
