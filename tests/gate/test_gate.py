@@ -80,6 +80,8 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("See you later!", False), ("Have a nice day!", False), ("take care", False),
     ("What time is it in Tokyo right now?", False), ("How cold is it in Oslo today?", False), ("what is it?", True),
     ("Can you convert it to Celsius?", True),
+    ("Perfect, that's everything, thanks!", False), ("Great, thanks a lot, bye!", False), ("ok thanks, and in Celsius?", True),
+    ("Open /ws/notes.txt and show me what it says.", False), ("And what about /ws/todo.txt?", True), ("Open it again", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

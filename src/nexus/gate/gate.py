@@ -41,15 +41,17 @@ log = logging.getLogger(__name__)
 
 # A follow-up leans on the previous turn: it opens with a continuation, refers back, or is very short.
 _CONTINUATION = re.compile(
-    r"^\s*((thanks?|thank you|ok(ay)?)\W+)?(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
+    r"^\s*((thanks?|thank you|ok(ay)?)\W+){0,2}(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
 _DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 _CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|perfect|bye|goodbye|got it|nice)\W*$", re.I)
 # "Hello there!", "Good morning": a greeting opens a conversation, so it never borrows the turn before it (as a
 # short turn it would: the demo's "Hello there!" took "Remember Bob's birthday…" along and went to FALLBACK)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day))\b(\W+(there|all|everyone|again))?\W*$", re.I)
-# "Thanks, that's all for today!": a sign-off, however worded, unless it goes on to ask for more
-_SIGN_OFF = re.compile(r"^\s*(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything)|see you|see ya|cya|later|"
+# "Thanks, that's all for today!": a sign-off, however worded, unless it goes on to ask for more; an acknowledgement
+# may lead it ("Perfect, that's everything, thanks!" had read its "that" as a reference back and called a tool)
+_SIGN_OFF = re.compile(r"^\s*((perfect|great|ok(ay)?|cool|nice|awesome|excellent|wonderful|alright|all right|fine|good)\W+)?"
+                       r"(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything)|see you|see ya|cya|later|"
                        r"take care|talk (to you )?(later|soon)|ttyl|good ?night|have a (nice|good|great) (day|one|evening|night|weekend))\b", re.I)
 _MORE = re.compile(r"\?|\b(and|now|also|but|what|how|can|could|please)\b", re.I)
 CONTEXT_CHARS = 400
@@ -64,7 +66,9 @@ def is_follow_up(turn: str) -> bool:
         return False
     words = turn.split()
     own = _DUMMY_IT.sub(r"\1", turn)  # "What time is it in Tokyo?": that "it" points at nothing said before
-    return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or (len(words) <= 8 and bool(_ANAPHORA.search(own)))
+    # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the file)
+    refers_back = len(words) <= 8 and bool(_ANAPHORA.search(own)) and not PATHS.search(turn)
+    return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or refers_back
 
 
 def routing_text(turn: str) -> str:
