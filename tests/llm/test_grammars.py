@@ -210,3 +210,16 @@ def test_a_list_of_objects_and_the_lists_inside_them_are_capped_by_what_the_requ
     entities = grammar_schema(schema, "Add Bob, an engineer, and Eve, a designer")["properties"]["entities"]
     assert entities["maxItems"] == 5  # three commas and an "and", plus one
     assert "maxItems" not in grammar_schema(schema)["properties"]["entities"]  # no request: the plain schema
+
+
+def test_a_sql_parameter_takes_only_the_statements_its_description_names():
+    """mcp-server-sqlite's create_table got `"books"` for "Create a table called books ..." and refused it."""
+    create = {"type": "object", "properties": {"query": {"type": "string", "description": "CREATE TABLE SQL statement"}},
+              "required": ["query"]}
+    shaped = grammar_schema(create, "Create a table called books with columns title and author.")
+    assert shaped["properties"]["query"]["pattern"] == '^(CREATE TABLE) [^"\\\\]*$'
+    assert '("CREATE TABLE") " "' in arguments_gbnf(create, "Create a table called books")
+    write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}}}
+    assert "INSER" in arguments_gbnf(write, "add a row") and "DELET" in arguments_gbnf(write, "add a row")
+    free = {"type": "object", "properties": {"query": {"type": "string", "description": "The SQL query to run"}}}
+    assert "pattern" not in grammar_schema(free, "count the rows")["properties"]["query"]

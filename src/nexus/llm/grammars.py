@@ -61,11 +61,33 @@ def _arguments_gbnf(schema_json: str) -> str:
 
 CITY_STATE = re.compile(r"'?city, state'?", re.I)
 CITY_STATE_PATTERN = "^[A-Z][A-Za-z .'-]*, [A-Z]{2}$"
+# "CREATE TABLE SQL statement", "SELECT SQL query to execute", "INSERT, UPDATE, or DELETE SQL query" (mcp-server-sqlite):
+# a description that opens with statement keywords in capitals before "SQL" names the only statements its server runs
+_SQL_KEYWORD = r"(?:CREATE TABLE|CREATE|SELECT|INSERT|UPDATE|DELETE|DROP|ALTER|WITH|PRAGMA)"
+SQL_KINDS = re.compile(rf"^\s*({_SQL_KEYWORD}(?:\s*,\s*(?:or\s+)?{_SQL_KEYWORD}|\s+or\s+{_SQL_KEYWORD})*)\s+SQL\b")
+
+
+def sql_pattern(description: str) -> str | None:
+    """The pattern of a SQL parameter whose description names the statements it takes (None otherwise): the model
+    wrote "books" for "CREATE TABLE SQL statement", which the server refuses ("Only CREATE TABLE statements are
+    allowed"). The statement stays free after its keyword (no quote or backslash: the grammar's JSON string).
+
+    >>> print(sql_pattern("CREATE TABLE SQL statement"), sql_pattern("INSERT, UPDATE, or DELETE SQL query"))
+    ^(CREATE TABLE) [^"\\\\]*$ ^(INSERT|UPDATE|DELETE) [^"\\\\]*$
+    >>> sql_pattern("The SQL query to run"), sql_pattern("Select the SQL dialect")
+    (None, None)
+    """
+    match = SQL_KINDS.match(description)
+    if not match:
+        return None
+    kinds = re.findall(_SQL_KEYWORD, match.group(1))
+    return "^(" + "|".join(kinds) + ') [^"\\\\]*$'
 
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "") -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
-    follow from the description alone — a 'City, State' format as a pattern, and (given the request) every
+    follow from the description alone — a 'City, State' format as a pattern, the statements a SQL parameter takes
+    (`sql_pattern`), and (given the request) every
     optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, each required time
     zone, currency, clock time, date or file path taken from those the request states (`_stated_choices`), and each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
@@ -139,6 +161,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if kind == "string" and CITY_STATE.search(str(sub.get("description", ""))) and \
                 "country" not in str(sub.get("description", "")).lower():
             sub["pattern"] = CITY_STATE_PATTERN
+        elif kind == "string" and sql_pattern(str(sub.get("description", ""))):
+            sub["pattern"] = sql_pattern(str(sub.get("description", "")))
         elif kind in ("number", "integer") and numbers and name in required:
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
             options = [n for n in numbers if (kind == "number" or n == int(n)) and low <= n <= high]
