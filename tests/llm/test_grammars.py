@@ -223,3 +223,17 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     assert "INSER" in arguments_gbnf(write, "add a row") and "DELET" in arguments_gbnf(write, "add a row")
     free = {"type": "object", "properties": {"query": {"type": "string", "description": "The SQL query to run"}}}
     assert "pattern" not in grammar_schema(free, "count the rows")["properties"]["query"]
+
+
+def test_a_required_string_whose_description_lists_its_only_values_takes_one_of_them():
+    """mcp-server-git's git_branch got `branch_type: "git"` (refused) for "List the branches of the repo"."""
+    branch = {"type": "object", "properties": {"branch_type": {"type": "string", "description":
+              "Whether to list local branches ('local'), remote branches ('remote') or all branches('all')."}},
+              "required": ["branch_type"]}
+    assert grammar_schema(branch, "List the branches of the repo.")["properties"]["branch_type"]["enum"] == ["local", "remote", "all"]
+    # examples are not a closed list, and an optional parameter is left alone
+    unit = {"type": "object", "properties": {"unit": {"type": "string", "description": "Either system, e.g. 'metric' or 'imperial'"}},
+            "required": ["unit"]}
+    assert "enum" not in grammar_schema(unit, "weather in Paris")["properties"]["unit"]
+    optional = {"type": "object", "properties": branch["properties"]}
+    assert "enum" not in grammar_schema(optional, "List the branches of the repo.")["properties"]["branch_type"]

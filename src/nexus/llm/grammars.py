@@ -87,7 +87,8 @@ def sql_pattern(description: str) -> str | None:
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "") -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, the statements a SQL parameter takes
-    (`sql_pattern`), and (given the request) every
+    (`sql_pattern`), the values a required string's description lists as its only ones (`closed_choices`; the request
+    naming one of them anchors it first), and (given the request) every
     optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, each required time
     zone, currency, clock time, date or file path taken from those the request states (`_stated_choices`), and each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
@@ -100,7 +101,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     it leans on: their zones, currencies, times, dates, paths and numbers are offered too where the turn itself
     states fewer than its parameters of that kind need (`_with_context`)."""
     from nexus.llm import anchors, directions
-    from nexus.llm.values import is_rate_parameter, mentioned, percent_only, request_numbers
+    from nexus.llm.values import closed_choices, is_rate_parameter, mentioned, percent_only, request_numbers
 
     out = normalise_schema(schema)
     percents = percent_only(request) if request else set()
@@ -158,6 +159,10 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if "format" in sub:
             continue
         kind = sub.get("type")
+        listed = closed_choices(sub) if name in required else []
+        if listed:  # "Whether to list local ('local'), remote ('remote') or all ('all')": the model wrote "git"
+            sub["enum"] = listed
+            continue
         if kind == "string" and CITY_STATE.search(str(sub.get("description", ""))) and \
                 "country" not in str(sub.get("description", "")).lower():
             sub["pattern"] = CITY_STATE_PATTERN

@@ -510,6 +510,27 @@ def _choices(schema: Mapping[str, Any]) -> list[str]:
     return [o for o in out if o.strip().lower() not in _NOT_A_CHOICE]
 
 
+_CLOSED_SET = re.compile(r"\b(whether|one of|either|must be|allowed values|valid values|possible values)\b", re.I)
+_OPEN_SET = re.compile(r"\b(e\.g|eg|for example|for instance|such as|like|etc|example|examples|including)\b", re.I)
+
+
+def closed_choices(schema: Mapping[str, Any]) -> list[str]:
+    """The values a string parameter's description lists as the only ones it takes (no enum): at least two quoted,
+    with a closed-set cue ("whether", "one of", "either", "must be", "valid values") and no sign of examples ("e.g.",
+    "such as", "etc."). Sentinels count here ('all', 'any'): they are real values of such a list.
+
+    >>> closed_choices({"type": "string", "description": "Whether to list local branches ('local'), remote branches ('remote') or all branches('all')."})
+    ['local', 'remote', 'all']
+    >>> closed_choices({"type": "string", "description": "Time zone, e.g. 'UTC' or 'Europe/Paris'"}), closed_choices({"type": "string", "description": "One of 'a'"})
+    ([], [])
+    """
+    description = str(schema.get("description", ""))
+    if schema.get("type") != "string" or "enum" in schema or not _CLOSED_SET.search(description) or _OPEN_SET.search(description):
+        return []
+    listed = list(dict.fromkeys(a or b for a, b in _QUOTED.findall(description)))
+    return listed if len(listed) >= 2 and all(value.strip() for value in listed) else []
+
+
 def _name_words(name: str) -> list[str]:
     return [w for w in words(name) if len(w) >= 3 and w not in NAME_FILLER]
 
