@@ -44,6 +44,8 @@ _CONTINUATION = re.compile(
     r"^\s*((thanks?|thank you|ok(ay)?)\W+){0,2}(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
 _DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
+# "Remember that Bob's birthday is on 12 May": a "that" opening a clause points forward, not back
+_THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b", re.I)
 _CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|perfect|bye|goodbye|got it|nice)\W*$", re.I)
 # "Hello there!", "Good morning": a greeting opens a conversation, so it never borrows the turn before it (as a
 # short turn it would: the demo's "Hello there!" took "Remember Bob's birthday…" along and went to FALLBACK)
@@ -65,7 +67,7 @@ def is_follow_up(turn: str) -> bool:
     if _CLOSERS.match(turn) or _GREETING.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     words = turn.split()
-    own = _DUMMY_IT.sub(r"\1", turn)  # "What time is it in Tokyo?": that "it" points at nothing said before
+    own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(r"\1", turn))  # "What time is it in Tokyo?": that "it" points at nothing said before
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the file)
     refers_back = len(words) <= 8 and bool(_ANAPHORA.search(own)) and not PATHS.search(turn)
     return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or refers_back
