@@ -67,13 +67,23 @@ _SQL_KEYWORD = r"(?:CREATE TABLE|CREATE|SELECT|INSERT|UPDATE|DELETE|DROP|ALTER|W
 SQL_KINDS = re.compile(rf"^\s*({_SQL_KEYWORD}(?:\s*,\s*(?:or\s+)?{_SQL_KEYWORD}|\s+or\s+{_SQL_KEYWORD})*)\s+SQL\b")
 
 
-def sql_pattern(description: str) -> str | None:
+_IDENTIFIER = "[A-Za-z_][A-Za-z0-9_]*"
+_TYPES = "(TEXT|INTEGER|REAL)"
+_SQL_FILLER = frozenset("a an the and or with without of in into to for on called named new table tables column columns "
+                        "create make add please can could you i me my".split())
+
+
+def sql_pattern(description: str, request: str = "") -> str | None:
     """The pattern of a SQL parameter whose description names the statements it takes (None otherwise): the model
     wrote "books" for "CREATE TABLE SQL statement", which the server refuses ("Only CREATE TABLE statements are
-    allowed"). The statement stays free after its keyword (no quote or backslash: the grammar's JSON string).
+    allowed"). Other statements stay free after their keyword (no quote or backslash: the grammar's JSON string). A
+    CREATE TABLE is a table of typed columns, its table and column names among the request's words (at most one column
+    per name): free after the keyword, the model looped ("title:str, author:str, ISBN:str, ISBN_number…").
 
-    >>> print(sql_pattern("CREATE TABLE SQL statement"), sql_pattern("INSERT, UPDATE, or DELETE SQL query"))
-    ^(CREATE TABLE) [^"\\\\]*$ ^(INSERT|UPDATE|DELETE) [^"\\\\]*$
+    >>> print(sql_pattern("INSERT, UPDATE, or DELETE SQL query"))
+    ^(INSERT|UPDATE|DELETE) [^"\\\\]*$
+    >>> print(sql_pattern("CREATE TABLE SQL statement", "Make a table called pets with columns name and age"))
+    ^CREATE TABLE (pets|name|age) \\((pets|name|age) (TEXT|INTEGER|REAL)(, (pets|name|age) (TEXT|INTEGER|REAL)){0,1}\\)$
     >>> sql_pattern("The SQL query to run"), sql_pattern("Select the SQL dialect")
     (None, None)
     """
@@ -81,7 +91,12 @@ def sql_pattern(description: str) -> str | None:
     if not match:
         return None
     kinds = re.findall(_SQL_KEYWORD, match.group(1))
-    return "^(" + "|".join(kinds) + ') [^"\\\\]*$'
+    if kinds != ["CREATE TABLE"]:
+        return "^(" + "|".join(kinds) + ') [^"\\\\]*$'
+    names = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, request)) if w.lower() not in _SQL_FILLER]
+    name = "(" + "|".join(names) + ")" if names else _IDENTIFIER
+    column = f"{name} {_TYPES}"
+    return f"^CREATE TABLE {name} \\({column}(, {column}){{0,{max(len(names) - 2, 0) if names else 15}}}\\)$"
 
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "") -> dict[str, Any]:
@@ -167,7 +182,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
                 "country" not in str(sub.get("description", "")).lower():
             sub["pattern"] = CITY_STATE_PATTERN
         elif kind == "string" and sql_pattern(str(sub.get("description", ""))):
-            sub["pattern"] = sql_pattern(str(sub.get("description", "")))
+            sub["pattern"] = sql_pattern(str(sub.get("description", "")), request or "")
         elif kind in ("number", "integer") and numbers and name in required:
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
             options = [n for n in numbers if (kind == "number" or n == int(n)) and low <= n <= high]
