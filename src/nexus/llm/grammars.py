@@ -77,8 +77,8 @@ def sql_pattern(description: str, request: str = "") -> str | None:
     """The pattern of a SQL parameter whose description names the statements it takes (None otherwise): the model
     wrote "books" for "CREATE TABLE SQL statement", which the server refuses ("Only CREATE TABLE statements are
     allowed"). Other statements stay free after their keyword (no quote or backslash: the grammar's JSON string). A
-    CREATE TABLE is a table of typed columns, its table and column names among the request's words (at most one column
-    per name): free after the keyword, the model looped ("title:str, author:str, ISBN:str, ISBN_number…").
+    CREATE TABLE is a table of typed columns, its table and column names among the request's words (no more columns
+    than those words, less the table's): free after the keyword, the model looped ("title:str, author:str, ISBN:str, ISBN_number…").
 
     >>> print(sql_pattern("INSERT, UPDATE, or DELETE SQL query"))
     ^(INSERT|UPDATE|DELETE) [^"\\\\]*$
