@@ -255,8 +255,9 @@ def test_a_candidate_the_gate_scored_far_below_keeps_almost_no_share_of_the_prio
     assert prior["get_weather"] == pytest.approx(0.6) and sum(prior.values()) == pytest.approx(1.0)
     assert prior["send_email"] < 1e-3 < prior["get_time"]  # by rank alone it would keep 0.4 * e^-2 / (e^-1 + e^-2) = 0.108
     # without scores (a gate that gives none), rank alone: the third keeps (1 - 0.9) * e^-2 / (e^-1 + e^-2)
-    ToolCaller(backend, registry).call("time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time", "send_email"))
-    unscored = dict(zip(backend.calls[-2][2], backend.priors[1]))
+    plain = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_time"])
+    ToolCaller(plain, registry).call("time in Tokyo?", decision(Action.SHORTLIST, "get_weather", "get_time", "send_email"))
+    unscored = dict(zip(plain.calls[0][2], plain.priors[0]))
     assert unscored["send_email"] == pytest.approx(0.1 * math.exp(-2) / (math.exp(-1) + math.exp(-2)))
 
 

@@ -46,13 +46,14 @@ _DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 # "Remember that Bob's birthday is on 12 May": a "that" opening a clause points forward, not back
 _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b", re.I)
-_CLOSERS = re.compile(r"^\s*(thanks?( you)?|thank you|thx|ok(ay)?|great|cool|perfect|bye|goodbye|got it|nice)\W*$", re.I)
+_ACK = r"ok(?:ay)?|great|cool|perfect|nice"  # acknowledgements: a turn of its own, or the lead of a sign-off
+_CLOSERS = re.compile(rf"^\s*(thanks?( you)?|thank you|thx|{_ACK}|bye|goodbye|got it)\W*$", re.I)
 # "Hello there!", "Good morning": a greeting opens a conversation, so it never borrows the turn before it (as a
 # short turn it would: the demo's "Hello there!" took "Remember Bob's birthday…" along and went to FALLBACK)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day))\b(\W+(there|all|everyone|again))?\W*$", re.I)
 # "Thanks, that's all for today!": a sign-off, however worded, unless it goes on to ask for more; an acknowledgement
 # may lead it ("Perfect, that's everything, thanks!" had read its "that" as a reference back and called a tool)
-_SIGN_OFF = re.compile(r"^\s*((perfect|great|ok(ay)?|cool|nice|awesome|excellent|wonderful|alright|all right|fine|good)\W+)?"
+_SIGN_OFF = re.compile(rf"^\s*(({_ACK}|awesome|excellent|wonderful|alright|all right|fine|good)\W+)?"
                        r"(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything)|see you|see ya|cya|later|"
                        r"take care|talk (to you )?(later|soon)|ttyl|good ?night|have a (nice|good|great) (day|one|evening|night|weekend))\b", re.I)
 _MORE = re.compile(r"\?|\b(and|now|also|but|what|how|can|could|please)\b", re.I)

@@ -20,6 +20,8 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
+from nexus.slb.lexical import STOPWORDS
+
 log = logging.getLogger(__name__)
 _ROOT_REF = re.compile(r"(?<![\w-])root(?![\w-])")
 
@@ -69,8 +71,8 @@ SQL_KINDS = re.compile(rf"^\s*({_SQL_KEYWORD}(?:\s*,\s*(?:or\s+)?{_SQL_KEYWORD}|
 
 _IDENTIFIER = "[A-Za-z_][A-Za-z0-9_]*"
 _TYPES = "(TEXT|INTEGER|REAL)"
-_SQL_FILLER = frozenset("a an the and or with without of in into to for on called named new table tables column columns "
-                        "create make add please can could you i me my".split())
+# words of a create-table request that name no table or column: the lexical channel's stop words and the request's verbs
+_SQL_FILLER = STOPWORDS | frozenset("without into called named new table tables column columns create make add".split())
 
 
 def sql_pattern(description: str, request: str = "") -> str | None:
@@ -181,8 +183,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if kind == "string" and CITY_STATE.search(str(sub.get("description", ""))) and \
                 "country" not in str(sub.get("description", "")).lower():
             sub["pattern"] = CITY_STATE_PATTERN
-        elif kind == "string" and sql_pattern(str(sub.get("description", ""))):
-            sub["pattern"] = sql_pattern(str(sub.get("description", "")), request or "")
+        elif kind == "string" and (sql := sql_pattern(str(sub.get("description", "")), request or "")):
+            sub["pattern"] = sql
         elif kind in ("number", "integer") and numbers and name in required:
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
             options = [n for n in numbers if (kind == "number" or n == int(n)) and low <= n <= high]

@@ -506,8 +506,13 @@ def _choices(schema: Mapping[str, Any]) -> list[str]:
         if isinstance(sub.get("enum"), list):
             out += [v for v in sub["enum"] if isinstance(v, str)]
     if not out and schema.get("type") in ("string", "array", None):
-        out += [a or b for a, b in _QUOTED.findall(str(schema.get("description", "")))]
+        out += _quoted(schema)
     return [o for o in out if o.strip().lower() not in _NOT_A_CHOICE]
+
+
+def _quoted(schema: Mapping[str, Any]) -> list[str]:
+    """The values a parameter's description quotes, in order."""
+    return [a or b for a, b in _QUOTED.findall(str(schema.get("description", "")))]
 
 
 _CLOSED_SET = re.compile(r"\b(whether|one of|either|must be|allowed values|valid values|possible values)\b", re.I)
@@ -527,7 +532,7 @@ def closed_choices(schema: Mapping[str, Any]) -> list[str]:
     description = str(schema.get("description", ""))
     if schema.get("type") != "string" or "enum" in schema or not _CLOSED_SET.search(description) or _OPEN_SET.search(description):
         return []
-    listed = list(dict.fromkeys(a or b for a, b in _QUOTED.findall(description)))
+    listed = list(dict.fromkeys(_quoted(schema)))
     return listed if len(listed) >= 2 and all(value.strip() for value in listed) else []
 
 
