@@ -4,6 +4,7 @@ bounded repair, the FALLBACK after it, plain answers, and overflow handling."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -101,6 +102,26 @@ def test_invalid_arguments_get_one_repair_with_the_full_schema(registry):
     assert call.path is Action.ROUTE and "days: 30 is greater than the maximum of 7" in call.errors[0]
     repair_prompt = backend.calls[1][1].text
     assert "Error: days: 30 is greater than the maximum of 7" in repair_prompt and "  days:" in repair_prompt
+
+
+class LoopingBackend(ScriptedBackend):
+    """A scripted backend whose first grammar-constrained decode runs into a loop."""
+
+    def generate(self, prompt, *, grammar=None, max_tokens=256, stop=()):
+        out = super().generate(prompt, grammar=grammar, max_tokens=max_tokens, stop=stop)
+        looped = grammar is not None and sum(kind == "generate" and g is not None for kind, _, g in self.calls) == 1
+        return replace(out, finished=not looped, looped=looped)
+
+
+def test_a_looped_attempt_is_repaired_under_a_grammar_of_the_parameters_the_request_asks_for(registry):
+    backend = LoopingBackend(arguments=['{"city": "Paris", "days": 11111111', '{"city": "Paris"}'])
+    call = ToolCaller(backend, registry).call("weather in Paris?", decision(Action.ROUTE, "get_weather"))
+    assert call.valid and call.arguments == {"city": "Paris"} and call.attempts == 2
+    assert "loop" in call.errors[0]
+    (_, _, first), (_, _, repair) = [c for c in backend.calls if c[0] == "generate"]
+    assert first == arguments_gbnf(WEATHER.input_schema, "weather in Paris?")
+    assert repair == arguments_gbnf(WEATHER.input_schema, "weather in Paris?", written_only=True) != first
+    assert "days" in first and "days" not in repair  # the optional parameter the request never mentions is gone
 
 
 def test_a_failed_repair_falls_back_to_all_schemas(registry):

@@ -74,6 +74,23 @@ def test_optional_parameters_the_request_mentions_must_be_written():
     assert schema["required"] == ["where_to"]                      # the tool's own schema is untouched
 
 
+def test_written_only_keeps_the_required_parameters_and_those_the_request_mentions():
+    schema = {"type": "object", "properties": {
+        "max_count": {"type": "integer"}, "start_timestamp": {"type": "string"}, "author": {"type": "string"}},
+        "required": []}
+    shaped = grammar_schema(schema, "Show the last commits by author Ann", written_only=True)
+    assert list(shaped["properties"]) == ["author"] and shaped["required"] == ["author"]
+    assert grammar_schema(schema, "Show the commit log", written_only=True)["properties"] == {}
+    assert list(grammar_schema(schema, "Show the commit log")["properties"]) == ["max_count", "start_timestamp", "author"]
+
+
+def test_a_named_thing_to_create_is_a_relative_path_when_the_request_writes_none():
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    assert grammar_schema(schema, "Create a folder named reports in the workspace.")["properties"]["path"]["enum"] == ["reports"]
+    assert grammar_schema(schema, "Create a folder named reports in /data")["properties"]["path"]["enum"] == ["/data/reports"]
+    assert "enum" not in grammar_schema(schema, "Show me the folder named reports")["properties"]["path"]
+
+
 def test_required_zones_times_dates_and_paths_come_from_the_request():
     schema = {"type": "object", "properties": {
         "source_timezone": {"type": "string", "description": "IANA timezone name"},

@@ -243,25 +243,30 @@ class ToolCaller:
         message, decoded again under the grammar. Returns (arguments, error or None, generation)."""
         tool = self.registry.get(first.key)
         repair = self.prompts.repair_prompt(turn, first.key, tool, first.generation.text, first.error or "", history)
-        generation, arguments, error = self._decode(repair, first.key, turn, history)
+        # a loop repeats under the same grammar (measured: git_log's unasked start_timestamp looped in the attempt
+        # and in its repair, and the turn fell back to every schema): the repair writes only the parameters the
+        # request asks for
+        generation, arguments, error = self._decode(repair, first.key, turn, history, written_only=first.generation.looped)
         return arguments, error, generation
 
-    def _decode(self, prompt: Prompt, key: str, turn: str,
-                history: Sequence[Exchange]) -> tuple[Generation, dict[str, Any] | None, str | None]:
-        """`key`'s arguments decoded after `prompt` and validated, grounded in the turn and the requests it leans on."""
+    def _decode(self, prompt: Prompt, key: str, turn: str, history: Sequence[Exchange],
+                written_only: bool = False) -> tuple[Generation, dict[str, Any] | None, str | None]:
+        """`key`'s arguments decoded after `prompt` and validated, grounded in the turn and the requests it leans on
+        (`written_only`: under a grammar of the parameters the turn writes, `grammars.grammar_schema`)."""
         context = self._context(history)
-        generation = self._generate_arguments(prompt, key, turn, context)
+        generation = self._generate_arguments(prompt, key, turn, context, written_only)
         arguments, error = self.validate(key, generation.text, generation.finished, f"{context} {turn}".strip(),
                                          generation.looped)
         return generation, arguments, error
 
-    def _generate_arguments(self, prompt: Prompt, key: str, turn: str, context: str = "") -> Generation:
+    def _generate_arguments(self, prompt: Prompt, key: str, turn: str, context: str = "",
+                            written_only: bool = False) -> Generation:
         """The arguments of `key` decoded under its schema's grammar; a grammar llama.cpp refuses (one tool's
         pattern or optional parameters past its parser's limits) falls back to any JSON object, with the reason
         logged: the call is still validated against the tool's full schema, so one odd schema never ends the turn."""
         try:
-            return self.backend.generate(prompt, grammar=arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn), context),
-                                         max_tokens=self.max_arg_tokens)
+            grammar = arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn), context, written_only)
+            return self.backend.generate(prompt, grammar=grammar, max_tokens=self.max_arg_tokens)
         except GrammarError as exc:
             log.warning("tool %s: its arguments grammar was refused (%s); decoding any JSON object instead", key, exc)
             return self.backend.generate(prompt, grammar=arguments_gbnf(ANY_OBJECT), max_tokens=self.max_arg_tokens)

@@ -101,7 +101,8 @@ def sql_pattern(description: str, request: str = "") -> str | None:
     return f"^CREATE TABLE {name} \\({column}(, {column}){{0,{max(len(names) - 2, 0) if names else 15}}}\\)$"
 
 
-def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "") -> dict[str, Any]:
+def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "",
+                   written_only: bool = False) -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, the statements a SQL parameter takes
     (`sql_pattern`), the values a required string's description lists as its only ones (`closed_choices`; the request
@@ -116,7 +117,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     at most as many items as the request separates. Validation still checks the tool's own schema; this only
     narrows what the model may write. `context`, for a follow-up ("What about to Sydney?"), is the earlier requests
     it leans on: their zones, currencies, times, dates, paths and numbers are offered too where the turn itself
-    states fewer than its parameters of that kind need (`_with_context`)."""
+    states fewer than its parameters of that kind need (`_with_context`). `written_only` (given the request) keeps
+    only the parameters the model is to write — the required ones and those the request mentions — for a decode
+    after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
     from nexus.llm.values import closed_choices, is_rate_parameter, mentioned, percent_only, request_numbers
 
@@ -130,6 +133,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if promoted:
             out["required"] = [n for n in props if n in required or n in promoted]
     written = set(out.get("required") or [])
+    if written_only and request:
+        props = out["properties"] = {n: sub for n, sub in props.items() if n in written}
     shared = _shared_anchors(props, written, request) if request else set()
     stated_by_name = {n: _stated_choices(n, sub, request) for n, sub in props.items()
                       if request and n in required and isinstance(sub, dict) and "enum" not in sub}
@@ -318,10 +323,11 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
     return []
 
 
-def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None, context: str = "") -> str:
+def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None, context: str = "",
+                   written_only: bool = False) -> str:
     """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content); with the request (and the
     earlier requests a follow-up leans on), built from `grammar_schema`."""
-    shaped = grammar_schema(schema, request, context) if request is not None else normalise_schema(schema)
+    shaped = grammar_schema(schema, request, context, written_only) if request is not None else normalise_schema(schema)
     return _arguments_gbnf(json.dumps(shaped, sort_keys=False, ensure_ascii=False))
 
 

@@ -308,9 +308,18 @@ def request_path_choices(request: str) -> list[str]:
     (['/data/work/archive'], ['/a/b.txt'])
     >>> request_path_choices("Find files named report in /data/work")
     ['/data/work/report', '/data/work']
+
+    A request that writes no path but names what it creates gets that name as a relative path, which a server
+    resolves against its own root (the MCP filesystem server does): "Create a folder named reports in the
+    workspace" had got a path copied from the prompt's examples, outside the server's allowed directories.
+
+    >>> request_path_choices("Create a folder named reports in the workspace.")
+    ['reports']
     """
     paths = request_paths(request)
     names = [n for n in _NAMED.findall(request or "") if n not in paths]
+    if not paths and names and _CREATE.search(request):
+        return list(dict.fromkeys(names))
     folders = [p for p in paths if not re.search(r"\.[A-Za-z0-9]{1,5}$", p)]
     joined = [f"{p.rstrip('/')}/{n}" for p in folders for n in names]
     if joined and _CREATE.search(request):  # a new thing in a folder is not the folder itself
@@ -399,8 +408,13 @@ def wants_fraction(schema: Mapping[str, Any]) -> bool:
 
 def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None = None) -> bool:
     """Whether the request gives this value (or, for a flag, mentions the parameter): a string it contains or
-    whose words it uses, a number it names, a boolean whose parameter it talks about; with the `schema`, a date
-    or time in the schema's format that the request states in any spelling ("5:30pm" states `17:30`)."""
+    whose words it uses (outside the paths it writes, unless the value is one of them or a path), a number it
+    names, a boolean whose parameter it talks about; with the `schema`, a date or time in the schema's format that
+    the request states in any spelling ("5:30pm" states `17:30`).
+
+    >>> stated("base_branch", "work/main", "Create a branch x in /work/main/repo"), stated("path", "/work/main/repo", "List /work/main/repo")
+    (False, True)
+    """
     said = {_stem(w) for w in words(request)}
     if isinstance(value, bool):
         return any(_stem(w) in said for w in words(name) if len(w) >= 4)
@@ -419,6 +433,11 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
         text = " ".join(words(value))
         if not text:
             return False
+        paths = request_paths(request)
+        if paths and value.strip() not in paths and not is_path_parameter(name, schema or {}):
+            # a piece of a path the request writes is not a value it states ("work/main" of /work/main/repo)
+            request = _PATH.sub(" ", request)
+            said = {_stem(w) for w in words(request)}
         if f" {text} " in f" {' '.join(words(request))} ":
             return True
         own = [w for w in words(value) if len(w) >= 3]
