@@ -214,3 +214,13 @@ def test_an_arithmetic_expression_in_words_is_written_with_operators():
     assert normalise_arguments({"expression": "3.5 times 12"}, calc, "Calculate 3.5 times 12.") == {"expression": "3.5 * 12"}
     regex = {"type": "object", "properties": {"expression": {"type": "string", "description": "A regular expression"}}}
     assert normalise_arguments({"expression": "3 times 4"}, regex, "find 3 times 4", drop_unstated=False) == {"expression": "3 times 4"}
+
+
+def test_a_piece_of_the_requests_expression_becomes_the_whole_expression():
+    calc = {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}
+    cases = {("3 * (4 + 5", "Evaluate 3 * (4 + 5)."): "3 * (4 + 5)", ("2 + 3", "Calculate (2 + 3) * 4"): "(2 + 3) * 4",
+             ("19.99", "How much is 19.99 times 3?"): "19.99 * 3", ("12.5 * 8", "What is 12.5 * 8 + 3?"): "12.5 * 8 + 3"}
+    for (value, request), whole in cases.items():
+        assert normalise_arguments({"expression": value}, calc, request) == {"expression": whole}
+    note = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    assert normalise_arguments({"text": "2 + 3"}, note, "Note (2 + 3) * 4") == {"text": "2 + 3"}  # only expressions

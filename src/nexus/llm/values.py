@@ -136,6 +136,30 @@ def to_expression(value: str) -> str:
     return out if out != value and re.fullmatch(r"[\d\s.+\-*/%()]+", out) and re.search(r"\d", out) else value
 
 
+_EXPRESSION_SPAN = re.compile(r"[\d(.][\d\s.+\-*/%()]*[\d)]")
+
+
+def whole_expression(expression: str, request: str) -> str:
+    """The request's whole arithmetic expression (its words written as operators, `to_expression`) when
+    `expression` is a piece of it: the model stops early ("3 * (4 + 5" for "Evaluate 3 * (4 + 5).", and the
+    calculator refused it) or drops a bracketed start ("2 + 3" for "(2 + 3) * 4"); `expression` otherwise.
+
+    >>> whole_expression("3 * (4 + 5", "Evaluate 3 * (4 + 5)."), whole_expression("2 + 3", "Calculate (2 + 3) * 4")
+    ('3 * (4 + 5)', '(2 + 3) * 4')
+    >>> whole_expression("4 * 5", "add 2 + 3, then 4 * 5"), whole_expression("x + 1", "solve x + 1 = 2")
+    ('4 * 5', 'x + 1')
+    """
+    spoken = request or ""
+    for pattern, symbol in _ARITHMETIC[:-1]:  # not the lead-in, which only ever starts a value
+        spoken = re.sub(pattern, symbol, spoken, flags=re.I)
+    squeezed = re.sub(r"\s+", "", expression)
+    for span in _EXPRESSION_SPAN.findall(spoken):
+        if squeezed and squeezed in re.sub(r"\s+", "", span) and re.search(r"[+\-*/%]", span) \
+                and span.count("(") == span.count(")"):
+            return " ".join(span.split())
+    return expression
+
+
 def is_zone_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     return schema.get("type") in ("string", None) and "enum" not in schema and (
         bool(ZONE_NAME.search(name)) or bool(ZONE_HINT.search(str(schema.get("description", "")))) and "zone" in name.lower())
@@ -632,7 +656,7 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
     if is_zone_parameter(name, schema):
         return to_zone(value) or value
     if is_expression_parameter(name, schema):
-        return to_expression(value)
+        return whole_expression(to_expression(value), request)
     fmt = value_format(schema)
     if fmt == "date":
         iso = to_iso_date(value)
