@@ -300,6 +300,24 @@ def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one(
         assert prior["get_commit"] == pytest.approx(0.9)
 
 
+@pytest.mark.parametrize("turn, weighted", [("Search my knowledge graph for notes about Alice", True),
+                                            ("Show me everything in my knowledge graph", False),
+                                            ("Show me everything in my Knowledge Graph", False)])
+def test_a_tool_that_takes_nothing_is_weighted_down_when_the_request_names_something_to_work_on(turn, weighted):
+    read = Tool("read_graph", "Read the entire knowledge graph.", {"type": "object", "properties": {}}, "s")
+    search = Tool("search_nodes", "Search for nodes in the knowledge graph.", {"type": "object", "properties": {
+        "query": {"type": "string"}}, "required": ["query"]}, "s")
+    reg = Registry()
+    reg.set_source("s", [read, search])
+    backend = ScriptedBackend(arguments=["{}"], choices=["read_graph"])
+    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "read_graph", "search_nodes"))
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    if weighted:  # "Alice" is nothing read_graph() could take
+        assert prior["read_graph"] == pytest.approx(0.09 / 0.19) and prior["search_nodes"] > prior["read_graph"]
+    else:  # nothing named, or only words of the tools' own texts ("Knowledge Graph"): the gate's prior as it is
+        assert prior["read_graph"] == pytest.approx(0.9)
+
+
 @pytest.mark.parametrize("ref", ["#/$defs/missing", "http://127.0.0.1:9/schema.json"])
 def test_a_ref_that_does_not_resolve_within_the_schema_is_an_invalid_call_and_nothing_is_fetched(ref, monkeypatch):
     import urllib.request

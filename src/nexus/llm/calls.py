@@ -33,8 +33,9 @@ from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.paths import written_paths
-from nexus.llm.values import normalise_arguments, takes_path, unstated_required
+from nexus.llm.values import named_values, normalise_arguments, takes_path, unstated_required
 from nexus.registry import Registry
+from nexus.signatures import retrieval_text
 from nexus.registry.tool import arguments_validator, first_argument_error
 
 log = logging.getLogger(__name__)
@@ -225,13 +226,17 @@ class ToolCaller:
     def _grounded(self, prior: list[float], keys: Sequence[str], turn: str, history: Sequence[Exchange] = ()) -> list[float]:
         """The prior with each tool that does not fit what the request states weighted down by UNSTATED_PRIOR and
         renormalised: it would have to invent a required zone, date or time the request does not state
-        (`unstated_required`), or the request writes a path and the tool takes none (`takes_path`).
+        (`unstated_required`), the request writes a path and the tool takes none (`takes_path`), or the request
+        names something for the tool to work on ("… notes about Alice", `named_values`) and the tool takes no
+        parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
         turn = f"{self._context(history)} {turn}".strip()
         path = bool(written_paths(turn))
+        named = bool(named_values(turn, " ".join(retrieval_text(k, self.registry.get(k)) for k in keys)))
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema))
+                    or (named and not schema.get("properties"))
                     for schema in (self.registry.get(k).input_schema for k in keys)]
         if all(unstated) or not any(unstated):
             return prior

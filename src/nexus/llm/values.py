@@ -527,6 +527,31 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
     return out
 
 
+_CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
+
+
+def named_values(request: str, known: str = "") -> list[str]:
+    """Names the request gives a tool to work on: capitalised words inside a sentence (not its first word) and quoted
+    spans, less those whose words all occur in `known` (the listed tools' own texts: "SQLite", "Git").
+
+    >>> named_values("Search my knowledge graph for notes about Alice", "read graph: Read the entire knowledge graph")
+    ['Alice']
+    >>> named_values("Which tables are in the SQLite database?", "list tables: List all tables in the SQLite database")
+    []
+    >>> named_values("Save the text 'buy milk' for Ann. Thanks"), named_values("Show me the whole graph.")
+    (['Ann', 'buy milk'], [])
+    """
+    text = request or ""
+    found = []
+    for match in _CAPITALISED.finditer(text):
+        before = text[:match.start()].rstrip()
+        if before and before[-1] not in ".!?:;\"'(`":  # a sentence's first word is capitalised anyway
+            found.append(match.group(0))
+    found += [next(g for g in groups if g) for groups in QUOTE_SPANS.findall(text)]
+    known_words = set(words(known))
+    return [v for v in dict.fromkeys(found) if words(v) and not set(words(v)) <= known_words]
+
+
 def takes_path(schema: Mapping[str, Any]) -> bool:
     """Whether a tool has a parameter for a file or folder path (by its name, or a description that says path): a
     user who names a path wants a tool that works on it ("the last 3 commits of the repository at /srv/app").
