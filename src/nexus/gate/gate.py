@@ -69,9 +69,11 @@ def is_follow_up(turn: str) -> bool:
         return False
     words = turn.split()
     own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(r"\1", turn))  # "What time is it in Tokyo?": that "it" points at nothing said before
-    # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the file)
-    refers_back = len(words) <= 8 and bool(_ANAPHORA.search(own)) and not PATHS.search(turn)
-    return bool(_CONTINUATION.match(turn)) or len(words) <= 3 or refers_back
+    # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
+    # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table)
+    written = bool(PATHS.search(turn))
+    refers_back = len(words) <= 8 and bool(_ANAPHORA.search(own)) and not written
+    return bool(_CONTINUATION.match(turn)) or (len(words) <= 3 and not written) or refers_back
 
 
 def routing_text(turn: str) -> str:
