@@ -312,10 +312,13 @@ def test_a_tool_that_takes_nothing_is_weighted_down_when_the_request_names_somet
     backend = ScriptedBackend(arguments=["{}"], choices=["read_graph"])
     ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "read_graph", "search_nodes"))
     prior = dict(zip(backend.calls[0][2], backend.priors[0]))
-    if weighted:  # "Alice" is nothing read_graph() could take
+    if weighted:  # "Alice" is nothing read_graph() could take: it loses its prior, and its place next to the request
         assert prior["read_graph"] == pytest.approx(0.09 / 0.19) and prior["search_nodes"] > prior["read_graph"]
+        assert backend.calls[0][2] == ("read_graph", "search_nodes")  # options best-first last
+        assert backend.calls[0][1].text.index("search_nodes(") > backend.calls[0][1].text.index("read_graph(")
     else:  # nothing named, or only words of the tools' own texts ("Knowledge Graph"): the gate's prior as it is
         assert prior["read_graph"] == pytest.approx(0.9)
+        assert backend.calls[0][2] == ("search_nodes", "read_graph")
 
 
 @pytest.mark.parametrize("ref", ["#/$defs/missing", "http://127.0.0.1:9/schema.json"])

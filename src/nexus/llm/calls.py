@@ -202,6 +202,9 @@ class ToolCaller:
         elif decision.action is Action.SHORTLIST:
             ranked = [h.key for h in decision.candidates]
             prior = self._grounded(rank_prior(decision.p_top1, len(ranked), decision.scores), ranked, turn, history) if self.fuse_prior else None
+            if prior:  # a tool the grounding weighted down moves back with its prior (a stable sort: else rank order)
+                order = sorted(range(len(ranked)), key=lambda i: -prior[i])
+                ranked, prior = [ranked[i] for i in order], [prior[i] for i in order]
             # best-ranked last, next to the request: small models pick what they read last (measured)
             first = self.attempt(turn, ranked[::-1], "signature", history, prior[::-1] if prior else None, blocks=True,
                                  schema_prompt=self.shortlist_view == "two-prompts")
