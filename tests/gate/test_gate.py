@@ -84,6 +84,7 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Open /ws/notes.txt and show me what it says.", False), ("And what about /ws/todo.txt?", True), ("Open it again", True),
     ("Remember that Bob's birthday is on 12 May.", False), ("Remember that one?", True), ("Tell Ann that it moved", True),
     ("Read /etc/passwd", False), ("what about /ws/a.txt?", True), ("and Tokyo?", True),
+    ("Bye for now!", False),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

@@ -56,7 +56,7 @@ _GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|howdy|greetings|good (morning|af
 _SIGN_OFF = re.compile(rf"^\s*(({_ACK}|awesome|excellent|wonderful|alright|all right|fine|good)\W+)?"
                        r"(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything)|see you|see ya|cya|later|"
                        r"take care|talk (to you )?(later|soon)|ttyl|good ?night|have a (nice|good|great) (day|one|evening|night|weekend))\b", re.I)
-_MORE = re.compile(r"\?|\b(and|now|also|but|what|how|can|could|please)\b", re.I)
+_MORE = re.compile(r"\?|\b(and|(?<!for )now|also|but|what|how|can|could|please)\b", re.I)  # "Bye for now!" asks for nothing
 CONTEXT_CHARS = 400
 # A turn may ask for several things ("find X. Also book Y", "do X and then Y"); each part is looked up on its own
 # too. Splitting is crude ("sum of multiples of 3 and 5" splits as well): a spurious part only adds candidates.
