@@ -32,11 +32,11 @@ from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.paths import written_paths
 from nexus.llm.values import named_values, normalise_arguments, takes_path, unstated_required
+from nexus.paths import written_paths
 from nexus.registry import Registry
-from nexus.signatures import retrieval_text
 from nexus.registry.tool import arguments_validator, first_argument_error
+from nexus.signatures import retrieval_text
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS = 64
@@ -237,10 +237,12 @@ class ToolCaller:
             return prior
         turn = f"{self._context(history)} {turn}".strip()
         path = bool(written_paths(turn))
-        named = bool(named_values(turn, " ".join(retrieval_text(k, self.registry.get(k)) for k in keys)))
+        schemas = [self.registry.get(k).input_schema for k in keys]
+        # names are looked for only when a listed tool takes nothing (the known words are every listed tool's text)
+        named = any(not schema.get("properties") for schema in schemas) and bool(
+            named_values(turn, " ".join(retrieval_text(k, self.registry.get(k)) for k in keys)))
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema))
-                    or (named and not schema.get("properties"))
-                    for schema in (self.registry.get(k).input_schema for k in keys)]
+                    or (named and not schema.get("properties")) for schema in schemas]
         if all(unstated) or not any(unstated):
             return prior
         weighted = [p * (UNSTATED_PRIOR if u else 1.0) for p, u in zip(prior, unstated)]

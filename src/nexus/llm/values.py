@@ -108,8 +108,8 @@ def value_format(schema: Mapping[str, Any]) -> str | None:
 _EXPRESSION_NAME = frozenset(("expression", "expr", "formula", "equation"))
 _ARITHMETIC = ((r"\bmultiplied by\b|\btimes\b|(?<=\d)\s*[x×]\s*(?=\d)", " * "), (r"\bdivided by\b|÷", " / "),
                (r"\bplus\b", " + "), (r"\bminus\b", " - "), (r"\bto the power of\b|\braised to\b", " ** "),
-               (r"\bsquared\b", " ** 2 "), (r"\bcubed\b", " ** 3 "), (r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\b", r" \1 / 100 * "),
-               (r"^\s*(?:what is|what's|calculate|compute|evaluate)\s+", ""))
+               (r"\bsquared\b", " ** 2 "), (r"\bcubed\b", " ** 3 "), (r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\b", r" \1 / 100 * "))
+_LEAD_IN = re.compile(r"^\s*(?:what is|what's|calculate|compute|evaluate)\s+", re.I)
 
 
 def is_expression_parameter(name: str, schema: Mapping[str, Any]) -> bool:
@@ -118,6 +118,13 @@ def is_expression_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     text = str(schema.get("description", "")).lower()
     return schema.get("type") in ("string", None) and "enum" not in schema and bool(_EXPRESSION_NAME & set(words(name))) \
         and "regular expression" not in text and "regex" not in text
+
+
+def _operators(text: str) -> str:
+    """`text` with arithmetic words written as operators ("3.5 times 12" -> "3.5  *  12")."""
+    for pattern, symbol in _ARITHMETIC:
+        text = re.sub(pattern, symbol, text, flags=re.I)
+    return text
 
 
 def to_expression(value: str) -> str:
@@ -129,10 +136,7 @@ def to_expression(value: str) -> str:
     >>> to_expression("x + 1"), to_expression("1024 / 32"), to_expression("the sum of 2 and 3")
     ('x + 1', '1024 / 32', 'the sum of 2 and 3')
     """
-    out = value.strip().rstrip("?.! ")
-    for pattern, symbol in _ARITHMETIC:
-        out = re.sub(pattern, symbol, out, flags=re.I)
-    out = " ".join(out.split())
+    out = " ".join(_operators(_LEAD_IN.sub("", value.strip().rstrip("?.! "))).split())
     return out if out != value and re.fullmatch(r"[\d\s.+\-*/%()]+", out) and re.search(r"\d", out) else value
 
 
@@ -149,11 +153,8 @@ def whole_expression(expression: str, request: str) -> str:
     >>> whole_expression("4 * 5", "add 2 + 3, then 4 * 5"), whole_expression("x + 1", "solve x + 1 = 2")
     ('4 * 5', 'x + 1')
     """
-    spoken = request or ""
-    for pattern, symbol in _ARITHMETIC[:-1]:  # not the lead-in, which only ever starts a value
-        spoken = re.sub(pattern, symbol, spoken, flags=re.I)
     squeezed = re.sub(r"\s+", "", expression)
-    for span in _EXPRESSION_SPAN.findall(spoken):
+    for span in _EXPRESSION_SPAN.findall(_operators(request or "")):
         if squeezed and squeezed in re.sub(r"\s+", "", span) and re.search(r"[+\-*/%]", span) \
                 and span.count("(") == span.count(")"):
             return " ".join(span.split())
@@ -438,9 +439,11 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
 
     >>> stated("base_branch", "work/main", "Create a branch x in /work/main/repo"), stated("path", "/work/main/repo", "List /work/main/repo")
     (False, True)
+    >>> stated("rating", "4.7", "cleaners at 3 p.m. rated 4.7 or more")  # "p.m." reads as a file name; 4.7 is no path
+    True
     """
-    said = {_stem(w) for w in words(request)}
     if isinstance(value, bool):
+        said = {_stem(w) for w in words(request)}
         return any(_stem(w) in said for w in words(name) if len(w) >= 4)
     if isinstance(value, (int, float)):
         return float(value) in request_numbers(request)
@@ -458,14 +461,15 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
         if not text:
             return False
         paths = request_paths(request)
-        if paths and value.strip() not in paths and not is_path_parameter(name, schema or {}):
-            # a piece of a path the request writes is not a value it states ("work/main" of /work/main/repo)
-            request = _PATH.sub(" ", request)
-            said = {_stem(w) for w in words(request)}
-        if f" {text} " in f" {' '.join(words(request))} ":
+        if value.strip() not in paths and not is_path_parameter(name, schema or {}):
+            for path in paths:  # a piece of a path the request writes is not a value it states
+                request = request.replace(path, " ")
+        said = words(request)
+        if f" {text} " in f" {' '.join(said)} ":
             return True
+        stems = {_stem(w) for w in said}
         own = [w for w in words(value) if len(w) >= 3]
-        return bool(own) and sum(_stem(w) in said for w in own) * 2 >= len(own)
+        return bool(own) and sum(_stem(w) in stems for w in own) * 2 >= len(own)
     if isinstance(value, list):
         return any(stated(name, item, request) for item in value)
     return True  # objects: their fields are the model's structure, not a value to look up
