@@ -282,6 +282,17 @@ def test_a_candidate_the_gate_scored_far_below_keeps_almost_no_share_of_the_prio
     assert unscored["send_email"] == pytest.approx(0.1 * math.exp(-2) / (math.exp(-1) + math.exp(-2)))
 
 
+def test_no_tool_gets_more_of_the_prior_than_one_the_gate_ranked_above_it(registry):
+    """With p_top1 under ~0.37, rank shares alone gave the second tool more than the first ("What are my unstaged
+    edits?" had git_commit 0.58 against the gate's first, git_diff_unstaged, 0.24)."""
+    backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_time"])
+    hits = tuple(Hit(k, 0.5, 0.5, 0.0) for k in ("get_weather", "get_time", "send_email"))
+    ToolCaller(backend, registry).call("time in Tokyo?", Decision(Action.SHORTLIST, hits, p_top1=0.2))
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    assert prior["get_weather"] >= prior["get_time"] >= prior["send_email"] and sum(prior.values()) == pytest.approx(1.0)
+    assert prior["get_weather"] == pytest.approx(prior["get_time"])  # 0.2 against 0.8 * e^-1 / (e^-1 + e^-2), cut to 0.2
+
+
 @pytest.mark.parametrize("turn, weighted", [("Show the latest 3 commits of the repository at /srv/app", True),
                                             ("Show the latest 3 commits of google.com in the U.S.", False)])
 def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one(turn, weighted):

@@ -74,6 +74,19 @@ def test_optional_parameters_the_request_mentions_must_be_written():
     assert schema["required"] == ["where_to"]                      # the tool's own schema is untouched
 
 
+def test_a_bare_count_parameter_takes_the_count_of_what_no_other_parameter_names():
+    """mcp-server-git's git_log has `max_count` with no description: "the last two commits" counts commits, which no
+    other parameter names, so max_count is written, and from the request's numbers ("List the last five commits"
+    had called git_log without it)."""
+    schema = {"type": "object", "properties": {"max_count": {"type": "integer", "default": 10}, "start_timestamp": {
+        "type": "string", "description": "Start timestamp for filtering commits"}}, "required": []}  # names no count
+    shaped = grammar_schema(schema, "Show me the last two commits.")
+    assert shaped["required"] == ["max_count"] and shaped["properties"]["max_count"]["enum"] == [2]
+    assert grammar_schema(schema, "Show me the commits since 2024-01-01.")["required"] == []  # nothing counted
+    hotel = {"type": "object", "properties": {"limit": {"type": "integer"}, "adults": {"type": "integer"}}, "required": []}
+    assert grammar_schema(hotel, "a room for 2 adults")["required"] == ["adults"]  # "2 adults" is the adults' count
+
+
 def test_written_only_keeps_the_required_parameters_and_those_the_request_mentions():
     schema = {"type": "object", "properties": {
         "max_count": {"type": "integer"}, "start_timestamp": {"type": "string"}, "author": {"type": "string"}},

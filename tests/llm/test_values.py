@@ -144,6 +144,12 @@ def test_named_flags_are_set_even_when_the_model_left_them_out():
     ("year", {"type": "integer"}, "the crime rate in 2020", True),
     ("year", {"type": "integer"}, "the crime rate in Oslo", False),
     ("sort_order", {"type": "string", "enum": ["asc", "desc"]}, "which alarms are set for user 789", False),
+    # a count of what the parameter counts, or of anything when it is a bare count (git_log's max_count has no doc)
+    ("max_count", {"type": "integer", "description": "Maximum number of commits to show"}, "the last two commits", True),
+    ("limit", {"type": "integer", "description": "Most hotels to return"}, "find 5 hotels", True),
+    ("limit", {"type": "integer", "description": "Results to return"}, "find 5 hotels", False),
+    ("num_guests", {"type": "integer", "description": "Guests staying"}, "show 3 photos of the hotel", False),
+    ("retries", {"type": "integer", "description": "How often to retry"}, "the 4.5 m boat", False),
 ])
 def test_optional_parameters_the_request_mentions(name, schema, request_text, expected):
     assert mentioned(name, schema, request_text) is expected

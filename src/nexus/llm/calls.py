@@ -58,6 +58,8 @@ def rank_prior(p_top1: float, n: int, scores: Sequence[float] = ()) -> list[floa
     [0.8, 0.146, 0.054]
     >>> [round(p, 3) for p in rank_prior(0.8, 3, [11.2, 9.6, 3.0])]
     [0.8, 0.2, 0.0]
+    >>> [round(p, 3) for p in rank_prior(0.2, 3)]  # the first keeps at least the second's share
+    [0.333, 0.333, 0.333]
     """
     if n <= 1:
         return [1.0] * n
@@ -65,7 +67,13 @@ def rank_prior(p_top1: float, n: int, scores: Sequence[float] = ()) -> list[floa
     rest = [math.exp(-rank) for rank in range(1, n)]
     if len(scores) == n and all(math.isfinite(s) for s in scores):
         rest = [w * math.exp(min(0.0, s - scores[1])) for w, s in zip(rest, scores[1:])]
-    return [top] + [(1 - top) * w / sum(rest) for w in rest]
+    prior = [top] + [(1 - top) * w / sum(rest) for w in rest]
+    # never more on a tool than on one the gate ranked above it: with p_top1 under ~0.37 the second alone would
+    # take more than the first ("What are my unstaged edits?": git_commit 0.58 against git_diff_unstaged 0.24,
+    # which the gate had ranked first)
+    for i in range(1, n):
+        prior[i] = min(prior[i], prior[i - 1])
+    return [p / sum(prior) for p in prior]
 
 
 @dataclass(frozen=True)

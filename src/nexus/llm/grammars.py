@@ -121,7 +121,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     only the parameters the model is to write — the required ones and those the request mentions — for a decode
     after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
-    from nexus.llm.values import closed_choices, is_rate_parameter, mentioned, percent_only, request_numbers
+    from nexus.llm.values import (bare_count, closed_choices, is_rate_parameter, mentioned, percent_only, request_numbers,
+                                   unclaimed_counts)
 
     out = normalise_schema(schema)
     percents = percent_only(request) if request else set()
@@ -130,6 +131,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     required = set(out.get("required") or [])
     if request:  # an optional parameter the request talks about is written (the model stops after the required ones)
         promoted = [n for n, sub in props.items() if n not in required and isinstance(sub, dict) and mentioned(n, sub, request)]
+        counts = [n for n, sub in props.items() if n not in required and n not in promoted and isinstance(sub, dict) and bare_count(n, sub)]
+        if len(counts) == 1 and unclaimed_counts(request, props):  # "the last two commits": git_log's max_count
+            promoted += counts
         if promoted:
             out["required"] = [n for n in props if n in required or n in promoted]
     written = set(out.get("required") or [])
@@ -190,7 +194,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
             sub["pattern"] = CITY_STATE_PATTERN
         elif kind == "string" and (sql := sql_pattern(str(sub.get("description", "")), request or "")):
             sub["pattern"] = sql
-        elif kind in ("number", "integer") and numbers and name in required:
+        elif kind in ("number", "integer") and numbers and name in written:  # required, or promoted: talked about
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
             options = [n for n in numbers if (kind == "number" or n == int(n)) and low <= n <= high]
             options = [int(n) if n == int(n) else n for n in _as_fractions(options, sub, percents)]

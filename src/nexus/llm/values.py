@@ -623,6 +623,10 @@ def mentioned(name: str, schema: Mapping[str, Any], request: str) -> bool:
     True
     >>> mentioned("show_time", {"type": "string", "description": "HH:MM"}, "for the 5:30pm show"), mentioned("year", {}, "in Paris")
     (True, False)
+    >>> mentioned("max_count", {"type": "integer", "description": "Maximum number of commits to show"}, "the last two commits")
+    True
+    >>> mentioned("max_count", {"type": "integer"}, "the last 3 commits")  # a bare count: `grammar_schema` decides
+    False
     """
     said = {_stem(w) for w in words(request)}
     own = _name_words(name)
@@ -634,7 +638,54 @@ def mentioned(name: str, schema: Mapping[str, Any], request: str) -> bool:
     fmt = value_format(schema)
     if (fmt == "date" or date_layout(schema)) and request_dates(request) or fmt == "time" and request_times(request):
         return True
+    # a count of something the parameter's description names ("Maximum number of commits")
+    if schema.get("type") in ("integer", "number") and counted(request) & {_stem(w) for w in _name_words(str(schema.get("description", "")))}:
+        return True
     return "year" in words(name) and schema.get("type") in ("integer", "number", "string") and bool(YEAR.search(request))
+
+
+_COUNT_WORDS = frozenset("count num number limit max top".split())
+
+
+def bare_count(name: str, schema: Mapping[str, Any]) -> bool:
+    """An integer parameter named only as a count, with no description of what it counts: `max_count` (mcp-server-git's
+    git_log), `limit`, `top_n`, `num_results` — not `num_guests`.
+
+    >>> bare_count("max_count", {"type": "integer"}), bare_count("num_guests", {"type": "integer"})
+    (True, False)
+    """
+    said = words(name)
+    return (schema.get("type") == "integer" and not schema.get("description") and bool(_COUNT_WORDS & set(said))
+            and set(said) <= _COUNT_WORDS | {"n", "k", "results", "items"})
+
+
+def unclaimed_counts(request: str, props: Mapping[str, Any]) -> set[str]:
+    """What the request counts ("the last two commits") that no number parameter's name or description and no
+    parameter's choices name: the count a bare count parameter stands for ("two adults" belongs to `number_of_adults`,
+    "16 ounces" to a unit choosing "ounces"; git_log's `start_timestamp`, "filtering commits", takes no number).
+
+    >>> sorted(unclaimed_counts("two adults, the last 3 commits", {"number_of_adults": {"type": "integer"},
+    ...                                                            "since": {"type": "string", "description": "commits after"}}))
+    ['commi']
+    """
+    claimed = {_stem(w) for name, sub in props.items() if isinstance(sub, Mapping) for w in words(" ".join(
+        [name, str(sub.get("description", ""))] if sub.get("type") in ("integer", "number") else map(str, _choices(sub))))}
+    return counted(request) - claimed
+
+
+def counted(request: str) -> set[str]:
+    """Stems of the words a number counts in the request ("the last two commits", "3 tickets"): a count parameter
+    whose description names that thing ("Maximum number of commits") is talked about even when its name is not.
+
+    >>> sorted(counted("Show the last two commits and 3 tags at 4.5 m"))
+    ['commi', 'tags']
+    """
+    from nexus.slb.lexical import STOPWORDS
+
+    said = words(request)
+    return {_stem(b) for a, b in zip(said, said[1:])
+            if (a.isdigit() or a in NUMBER_WORDS and NUMBER_WORDS[a] >= 1) and len(b) >= 3 and b.isalpha()
+            and b not in STOPWORDS and b not in NUMBER_WORDS}
 
 
 def _flag_options(schema: Mapping[str, Any]) -> tuple[Any, Any] | None:
