@@ -85,6 +85,8 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Remember that Bob's birthday is on 12 May.", False), ("Remember that one?", True), ("Tell Ann that it moved", True),
     ("Read /etc/passwd", False), ("what about /ws/a.txt?", True), ("and Tokyo?", True),
     ("Bye for now!", False),
+    ("Is there anything to commit in my repository?", False), ("Are there uncommitted changes?", False),
+    ("What is the weather there?", True), ("and there?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

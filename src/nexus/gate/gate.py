@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 _CONTINUATION = re.compile(
     r"^\s*((thanks?|thank you|ok(ay)?)\W+){0,2}(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
 _DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b", re.I)
+# "Is there anything to commit?", "There are two files": an existential "there" points at nothing said before (it had
+# made the first a follow-up of "Show me the 4 most recent commits", whose count it then passed to git_log)
+_EXISTENTIAL = re.compile(r"\b(?:(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+there|there\s*(?:is|are|was|were|'s|'re))\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 # "Remember that Bob's birthday is on 12 May": a "that" opening a clause points forward, not back
 _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b", re.I)
@@ -69,6 +72,7 @@ def is_follow_up(turn: str) -> bool:
         return False
     words = turn.split()
     own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(r"\1", turn))  # "What time is it in Tokyo?": that "it" points at nothing said before
+    own = _EXISTENTIAL.sub(" ", own)
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table)
     written = bool(PATHS.search(turn))
