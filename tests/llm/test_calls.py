@@ -282,7 +282,7 @@ def test_a_candidate_the_gate_scored_far_below_keeps_almost_no_share_of_the_prio
     assert unscored["send_email"] == pytest.approx(0.1 * math.exp(-2) / (math.exp(-1) + math.exp(-2)))
 
 
-def test_no_tool_gets_more_of_the_prior_than_one_the_gate_ranked_above_it(registry):
+def test_no_shortlisted_tool_gets_more_of_the_prior_than_one_the_gate_ranked_above_it(registry):
     """With p_top1 under ~0.37, rank shares alone gave the second tool more than the first ("What are my unstaged
     edits?" had git_commit 0.58 against the gate's first, git_diff_unstaged, 0.24)."""
     backend = ScriptedBackend(arguments=['{"timezone": "Asia/Tokyo"}'], choices=["get_time"])

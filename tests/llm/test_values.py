@@ -144,7 +144,7 @@ def test_named_flags_are_set_even_when_the_model_left_them_out():
     ("year", {"type": "integer"}, "the crime rate in 2020", True),
     ("year", {"type": "integer"}, "the crime rate in Oslo", False),
     ("sort_order", {"type": "string", "enum": ["asc", "desc"]}, "which alarms are set for user 789", False),
-    # a count of what the parameter counts, or of anything when it is a bare count (git_log's max_count has no doc)
+    # a count of what the parameter's description names (a bare count such as git_log's max_count: test_grammars)
     ("max_count", {"type": "integer", "description": "Maximum number of commits to show"}, "the last two commits", True),
     ("limit", {"type": "integer", "description": "Most hotels to return"}, "find 5 hotels", True),
     ("limit", {"type": "integer", "description": "Results to return"}, "find 5 hotels", False),

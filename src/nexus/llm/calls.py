@@ -245,10 +245,11 @@ class ToolCaller:
             return prior
         turn = f"{self._context(history)} {turn}".strip()
         path = bool(written_paths(turn))
-        schemas = [self.registry.get(k).input_schema for k in keys]
+        tools = [self.registry.get(k) for k in keys]
+        schemas = [tool.input_schema for tool in tools]
         # names are looked for only when a listed tool takes nothing (the known words are every listed tool's text)
         named = any(not schema.get("properties") for schema in schemas) and bool(
-            named_values(turn, " ".join(retrieval_text(k, self.registry.get(k)) for k in keys)))
+            named_values(turn, " ".join(retrieval_text(k, tool) for k, tool in zip(keys, tools))))
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema))
                     or (named and not schema.get("properties")) for schema in schemas]
         if all(unstated) or not any(unstated):

@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from nexus.llm.layouts import date_layout, request_dates_in, to_layout
+from nexus.slb.lexical import STOPWORDS
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -668,8 +669,13 @@ def unclaimed_counts(request: str, props: Mapping[str, Any]) -> set[str]:
     ...                                                            "since": {"type": "string", "description": "commits after"}}))
     ['commi']
     """
-    claimed = {_stem(w) for name, sub in props.items() if isinstance(sub, Mapping) for w in words(" ".join(
-        [name, str(sub.get("description", ""))] if sub.get("type") in ("integer", "number") else map(str, _choices(sub))))}
+    claimed: set[str] = set()
+    for name, sub in props.items():
+        if not isinstance(sub, Mapping):
+            continue
+        if sub.get("type") in ("integer", "number"):
+            claimed |= {_stem(w) for w in words(f"{name} {sub.get('description', '')}")}
+        claimed |= {_stem(w) for choice in _choices(sub) for w in words(choice)}
     return counted(request) - claimed
 
 
@@ -680,8 +686,6 @@ def counted(request: str) -> set[str]:
     >>> sorted(counted("Show the last two commits and 3 tags at 4.5 m"))
     ['commi', 'tags']
     """
-    from nexus.slb.lexical import STOPWORDS
-
     said = words(request)
     return {_stem(b) for a, b in zip(said, said[1:])
             if (a.isdigit() or a in NUMBER_WORDS and NUMBER_WORDS[a] >= 1) and len(b) >= 3 and b.isalpha()
