@@ -266,16 +266,69 @@ def _npm_entry(servers_dir: Path, package: str) -> Path | None:
     return (root / entry).resolve() if entry and (root / entry).is_file() else None
 
 
+# What the demo's servers start with in a fresh workspace, so everyday requests have something to read.
+DEMO_MARKER = ".nexus-demo"   # in a workspace the demo set up; `--reset` empties only such a folder (or its own cache's)
+DEMO_COMMITS = (("README.md", "# Demo repository\n\nCreated by nexus for the mcp-server-git demo.\n", "Initial commit"),
+                ("notes.md", "# Meeting notes\n\n- Alice: the Acme contract is due on Friday.\n", "Add meeting notes"),
+                ("README.md", "# Demo repository\n\nCreated by nexus for the mcp-server-git demo: notes and plans.\n",
+                 "Describe what the repository holds"))
+DEMO_NOTES = (("Buy milk", "Semi-skimmed, two litres"), ("Call Alice", "About the Acme contract"),
+              ("Book the dentist", "Any weekday morning"))
+DEMO_GRAPH = ({"type": "entity", "name": "Alice", "entityType": "person", "observations": ["works at Acme", "likes tennis"]},
+              {"type": "entity", "name": "Acme", "entityType": "company", "observations": ["makes rockets"]},
+              {"type": "relation", "from": "Alice", "to": "Acme", "relationType": "works_at"})
+
+
+def prepare_workspace(workspace: Path, reset: bool = False, owned: bool = False) -> Path:
+    """The demo's data in `workspace`, each part seeded where it is missing: notes.txt, a git repository with three
+    commits (`DEMO_COMMITS`), demo.db with a `notes` table (`DEMO_NOTES`) and memory.jsonl with Alice and Acme
+    (`DEMO_GRAPH`). Earlier runs' changes (tables, entities, branches) persist, as a user's would; `reset` removes
+    them first, but only in a folder the demo set up (its `DEMO_MARKER` file) or one it `owned` (the cache's)."""
+    workspace = Path(workspace).resolve()
+    if reset and workspace.exists():
+        if not (owned or (workspace / DEMO_MARKER).is_file()):
+            raise ConfigError(f"{workspace} was not set up by the demo (no {DEMO_MARKER} file in it): --reset leaves "
+                              "it alone; give --workspace a new folder instead")
+        shutil.rmtree(workspace)
+    if not workspace.exists() or not any(workspace.iterdir()):
+        workspace.mkdir(parents=True, exist_ok=True)
+        (workspace / DEMO_MARKER).write_text("set up by `nexus demo`; `nexus demo --reset` empties this folder\n")
+    (workspace / "notes.txt").write_text("Demo notes: Alice works at Acme.\n", encoding="utf-8")
+    if shutil.which("git"):
+        _demo_git_repo(workspace / "repo")
+    _demo_database(workspace / "demo.db")
+    if not (workspace / "memory.jsonl").exists():
+        (workspace / "memory.jsonl").write_text("".join(json.dumps(row) + "\n" for row in DEMO_GRAPH), encoding="utf-8")
+    return workspace
+
+
+def _demo_database(path: Path) -> None:
+    import sqlite3
+
+    if path.exists():
+        return
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT)")
+        db.executemany("INSERT INTO notes (title, body) VALUES (?, ?)", DEMO_NOTES)
+    db.close()
+
+
 def _demo_git_repo(repo: Path) -> None:
     if (repo / ".git").exists():
         return
     repo.mkdir(parents=True, exist_ok=True)
-    (repo / "README.md").write_text("# Demo repository\n\nCreated by nexus for the mcp-server-git demo.\n")
-    ident = ["-c", "user.name=nexus", "-c", "user.email=nexus@localhost"]
-    for cmd in (["init", "-q"], ["add", "README.md"], [*ident, "commit", "-q", "-m", "Initial commit"]):
-        done = subprocess.run(["git", *cmd], cwd=repo, capture_output=True, text=True)
+
+    def git(*cmd: str) -> None:
+        done = subprocess.run(["git", "-c", "user.name=nexus", "-c", "user.email=nexus@localhost", *cmd], cwd=repo,
+                              capture_output=True, text=True)
         if done.returncode:
-            raise ConfigError(f"cannot create the demo git repo {repo}: git {cmd[-1]}: {done.stderr.strip()}")
+            raise ConfigError(f"cannot create the demo git repo {repo}: git {cmd[0]}: {done.stderr.strip()}")
+
+    git("init", "-q")
+    for name, text, message in DEMO_COMMITS:
+        (repo / name).write_text(text, encoding="utf-8")
+        git("add", name)
+        git("commit", "-q", "-m", message)
 
 
 def demo_servers_config(servers_dir: Path, workspace: Path) -> dict[str, Any]:

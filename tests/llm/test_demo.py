@@ -4,6 +4,7 @@ comes back (mcp-server-time from `.servers`, started over stdio by the test)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import anyio
@@ -70,7 +71,7 @@ GIT_SERVER = TIME_SERVER.parents[2] / "mcp-server-git" / "bin" / "mcp-server-git
 @pytest.mark.skipif(not GIT_SERVER.exists(), reason="run `bash scripts/install_servers.sh .servers` first")
 def test_pinned_arguments_are_hidden_from_the_model_and_sent_to_the_server(tmp_path):
     """mcp-server-git serves the one repository the demo started it on: the model never writes `repo_path`."""
-    from nexus.demo import _demo_git_repo, pinned_arguments
+    from nexus.demo import DEMO_COMMITS, _demo_git_repo, pinned_arguments
     from nexus.registry.servers import parse_servers_config
 
     _demo_git_repo(tmp_path / "repo")
@@ -82,7 +83,7 @@ def test_pinned_arguments_are_hidden_from_the_model_and_sent_to_the_server(tmp_p
     assert failed == {}
     turn, call = turns[0], turns[0].routed.call
     assert call.tool == "git_log" and call.valid and call.arguments == {"max_count": 1}  # valid without repo_path
-    assert turn.error is None and "Initial commit" in turn.result
+    assert turn.error is None and DEMO_COMMITS[-1][2] in turn.result and DEMO_COMMITS[0][2] not in turn.result
     assert turn.arguments == {"max_count": 1, "repo_path": str((tmp_path / "repo").resolve())}
 
 
@@ -214,3 +215,48 @@ def test_catalogue_tools_are_never_taken_for_a_live_servers_tools(tmp_path):
     (source, tools), = scale_registry_tools(tmp_path, live_names={"git_log"})
     # the live server's own tool is left to it; the catalogue's other "git" tool is a catalogue tool, not the live git's
     assert source == "catalogue:git" and [(t.name, t.origin) for t in tools] == [("git_init", "catalogue:git")]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_fresh_workspace_is_seeded_and_keeps_later_changes_until_reset(tmp_path):
+    """Everyday requests find something to read (a notes table, Alice in the graph, three commits); a table an earlier
+    run created persists, and `--reset` brings back the seed."""
+    import sqlite3
+    import subprocess
+
+    from nexus.demo import DEMO_COMMITS, DEMO_GRAPH, DEMO_MARKER, DEMO_NOTES, prepare_workspace
+
+    ws = prepare_workspace(tmp_path / "ws")
+    assert (ws / DEMO_MARKER).is_file() and "Alice" in (ws / "notes.txt").read_text()
+    with sqlite3.connect(ws / "demo.db") as db:
+        assert db.execute("SELECT title FROM notes ORDER BY id").fetchall() == [(t,) for t, _ in DEMO_NOTES]
+        db.execute("CREATE TABLE movies (title TEXT)")
+    db.close()
+    assert [json.loads(line) for line in (ws / "memory.jsonl").read_text().splitlines()] == list(DEMO_GRAPH)
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws / "repo", capture_output=True, text=True).stdout
+    assert log.split("\n")[:3] == [m for _, _, m in reversed(DEMO_COMMITS)]
+
+    def tables():
+        with sqlite3.connect(ws / "demo.db") as db:
+            names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        db.close()
+        return names
+
+    prepare_workspace(ws)
+    assert tables() == {"notes", "movies"}  # a second run keeps what the first did
+    prepare_workspace(ws, reset=True)
+    assert tables() == {"notes"} and (ws / DEMO_MARKER).is_file()
+
+
+def test_reset_leaves_a_folder_the_demo_did_not_set_up_alone(tmp_path):
+    from nexus.demo import prepare_workspace
+    from nexus.errors import ConfigError
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("years of work")
+    with pytest.raises(ConfigError, match="not set up by the demo"):
+        prepare_workspace(mine, reset=True)
+    assert (mine / "thesis.txt").read_text() == "years of work"
+    prepare_workspace(mine, reset=True, owned=True)  # the cache's own workspace may be emptied
+    assert not (mine / "thesis.txt").exists() and (mine / "demo.db").is_file()

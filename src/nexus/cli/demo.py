@@ -108,6 +108,8 @@ def write_rows(turns: Sequence["DemoTurn"], out: Path) -> None:
 
 def demo(
     workspace: Optional[Path] = typer.Option(None, help="folder the demo servers work in (default: CACHE_DIR/workspace)"),
+    reset: bool = typer.Option(False, "--reset", help="start from the seeded data (a notes table, a knowledge graph with "
+                               "Alice and Acme, a repository with three commits) instead of what earlier runs left"),
     scale: bool = typer.Option(False, "--scale/--no-scale", help="also ingest ~600 tools of public MCP catalogues (when "
                                "the data folder exists) that no demo server serves: routing at scale, with tools that "
                                "cannot be called"),
@@ -129,7 +131,8 @@ def demo(
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # else every index build is logged
     from nexus.config import Settings
-    from nexus.demo import DEMO_REQUESTS, demo_gate, demo_servers_config, pinned_arguments, run_demo, scale_registry_tools
+    from nexus.demo import (DEMO_REQUESTS, demo_gate, demo_servers_config, pinned_arguments, prepare_workspace, run_demo,
+                            scale_registry_tools)
     from nexus.errors import NexusError
     from nexus.nexus import Nexus
     from nexus.registry.servers import parse_servers_config
@@ -140,13 +143,13 @@ def demo(
     if blank:  # refused before anything starts: a blank request asks for nothing
         err.print(f"[red]error:[/red] request {', '.join(map(str, blank))} of -r is empty; give each -r a request")
         raise typer.Exit(2)
-    workspace = (workspace or settings.cache_dir / "workspace").resolve()
+    own = (settings.cache_dir / "workspace").resolve()
     try:
+        workspace = prepare_workspace(workspace or own, reset=reset, owned=(workspace or own).resolve() == own)
         servers = parse_servers_config(demo_servers_config(settings.servers_dir, workspace), str(settings.servers_dir))
-    except NexusError as exc:
+    except (NexusError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    (workspace / "notes.txt").write_text("Demo notes: Alice works at Acme.\n", encoding="utf-8")
     fill = {"repo": str(workspace / "repo"), "workspace": str(workspace)}
     requests = list(request) or [text.format(**fill) for need, text in DEMO_REQUESTS if not need or need in servers]
     with StepProgress(err) as step:

@@ -21,6 +21,7 @@ from datetime import date
 from functools import lru_cache
 from typing import Any, Mapping
 
+from nexus.gate.evidence import EXPRESSION_SPAN, is_expression_parameter, operators as _operators
 from nexus.llm.layouts import date_layout, request_dates_in, to_layout
 from nexus.slb.lexical import STOPWORDS
 
@@ -106,26 +107,7 @@ def value_format(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
-_EXPRESSION_NAME = frozenset(("expression", "expr", "formula", "equation"))
-_ARITHMETIC = ((r"\bmultiplied by\b|\btimes\b|(?<=\d)\s*[x×]\s*(?=\d)", " * "), (r"\bdivided by\b|÷", " / "),
-               (r"\bplus\b", " + "), (r"\bminus\b", " - "), (r"\bto the power of\b|\braised to\b", " ** "),
-               (r"\bsquared\b", " ** 2 "), (r"\bcubed\b", " ** 3 "), (r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\b", r" \1 / 100 * "))
 _LEAD_IN = re.compile(r"^\s*(?:what is|what's|calculate|compute|evaluate)\s+", re.I)
-
-
-def is_expression_parameter(name: str, schema: Mapping[str, Any]) -> bool:
-    """A string parameter that takes an arithmetic expression (named expression, formula, equation; not a regular
-    expression)."""
-    text = str(schema.get("description", "")).lower()
-    return schema.get("type") in ("string", None) and "enum" not in schema and bool(_EXPRESSION_NAME & set(words(name))) \
-        and "regular expression" not in text and "regex" not in text
-
-
-def _operators(text: str) -> str:
-    """`text` with arithmetic words written as operators ("3.5 times 12" -> "3.5  *  12")."""
-    for pattern, symbol in _ARITHMETIC:
-        text = re.sub(pattern, symbol, text, flags=re.I)
-    return text
 
 
 def to_expression(value: str) -> str:
@@ -141,9 +123,6 @@ def to_expression(value: str) -> str:
     return out if out != value and re.fullmatch(r"[\d\s.+\-*/%()]+", out) and re.search(r"\d", out) else value
 
 
-_EXPRESSION_SPAN = re.compile(r"[\d(.][\d\s.+\-*/%()]*[\d)]")
-
-
 def whole_expression(expression: str, request: str) -> str:
     """The request's whole arithmetic expression (its words written as operators, `to_expression`) when
     `expression` is a piece of it: the model stops early ("3 * (4 + 5" for "Evaluate 3 * (4 + 5).", and the
@@ -155,7 +134,7 @@ def whole_expression(expression: str, request: str) -> str:
     ('4 * 5', 'x + 1')
     """
     squeezed = re.sub(r"\s+", "", expression)
-    for span in _EXPRESSION_SPAN.findall(_operators(request or "")):
+    for span in EXPRESSION_SPAN.findall(_operators(request or "")):
         if squeezed and squeezed in re.sub(r"\s+", "", span) and re.search(r"[+\-*/%]", span) \
                 and span.count("(") == span.count(")"):
             return " ".join(span.split())

@@ -1,0 +1,83 @@
+"""Evidence in the turn's words that a candidate tool is asked for, weighed against a NO_TOOL: an arithmetic
+expression stated in a registry where a candidate takes an expression and nothing else.
+
+Why the gate needs it: its cross-encoder learnt maths requests as needing no tool. BFCL's `irrelevance` turns include
+maths questions whose own record had no calculator, and the training data holds about 35 calculator turns in all
+(README, "Session 15"), so it scores the calculator server's `calculate` ("Calculates/evaluates the given expression")
+at -6 to -8 for "What is 12.5 * 8 + 3?" and p_no_tool lands at 0.91-0.99, while that tool is the SLB's first
+candidate. Retraining on fixed labels did not change it (README, "Session 10"). This check reads the schema (a string
+parameter named expression / formula / equation) and the request (numbers joined by operators, or by the words
+for them), never a tool's name; on a registry without such a tool it never fires (no BFCL evaluation registry has
+one). Pure standard library.
+
+>>> stated_expression("What is 12.5 * 8 + 3?"), stated_expression("Multiply 17 by 23."), stated_expression("Thanks!")
+('12.5 * 8 + 3', '17 * 23', None)
+>>> stated_expression("2 raised to the 10th power"), stated_expression("What's the square root of 144?")
+('2 ** 10', '144 ** 0.5')
+>>> stated_expression("Book a table on 2023-10-06 for 2"), stated_expression("my order 418901918/9568919778")
+(None, None)
+>>> takes_only_expression({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]})
+True
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+EXPRESSION_NAME = frozenset(("expression", "expr", "formula", "equation"))
+# arithmetic in words -> operators; the verb forms ("multiply 17 by 23") come first, before "by" is read as anything else
+_NUM = r"(-?\d+(?:\.\d+)?)"
+ARITHMETIC = ((rf"\bmultiply\s+{_NUM}\s+(?:by|and|with)\s+{_NUM}", r" \1 * \2 "),
+              (rf"\bdivide\s+{_NUM}\s+by\s+{_NUM}", r" \1 / \2 "),
+              (rf"\badd\s+(?:up\s+)?{_NUM}\s+(?:and|to|plus)\s+{_NUM}", r" \1 + \2 "),
+              (rf"\bsubtract\s+{_NUM}\s+from\s+{_NUM}", r" \2 - \1 "),
+              (rf"\b(?:raised\s+)?to\s+the\s+{_NUM}(?:st|nd|rd|th)?\s+power\b|\braised\s+to\s+(?:the\s+)?{_NUM}(?:st|nd|rd|th)?\b",
+               lambda m: f" ** {m.group(1) or m.group(2)} "),
+              (rf"\bsquare\s+root\s+of\s+{_NUM}", r" \1 ** 0.5 "), (rf"\bcube\s+root\s+of\s+{_NUM}", r" \1 ** (1 / 3) "),
+              (r"\bmultiplied by\b|\btimes\b|(?<=\d)\s*[x×]\s*(?=\d)", " * "), (r"\bdivided by\b|÷", " / "),
+              (r"\bplus\b", " + "), (r"\bminus\b", " - "), (r"\bto the power of\b|\braised to\b", " ** "),
+              (r"\bsquared\b", " ** 2 "), (r"\bcubed\b", " ** 3 "), (r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\b", r" \1 / 100 * "))
+EXPRESSION_SPAN = re.compile(r"[\d(.][\d\s.+\-*/%()]*[\d)]")
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+# spans that look like arithmetic and are not: dates, clock times, number ranges and ids written without spaces
+_NOT_ARITHMETIC = re.compile(r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}\b|\b\d+-\d+\b|\b\d{5,}/\d+\b")
+_BINARY = re.compile(r"[\d)]\s*(?:\*\*|[+\-*/%])\s*[\d(]")
+
+
+def operators(text: str) -> str:
+    """`text` with arithmetic words written as operators ("3.5 times 12" -> "3.5  *  12")."""
+    for pattern, symbol in ARITHMETIC:
+        text = re.sub(pattern, symbol, text, flags=re.I)
+    return text
+
+
+def stated_expression(text: str) -> str | None:
+    """The first arithmetic expression the text states (two numbers or more joined by operators, in symbols or in
+    words), else None. Dates, clock times, ranges ("10-12") and ids ("4189/95") are not expressions."""
+    cleaned = _NOT_ARITHMETIC.sub(" ", text or "")
+    for span in EXPRESSION_SPAN.findall(operators(cleaned)):
+        if _BINARY.search(span) and span.count("(") == span.count(")"):
+            return " ".join(span.split())
+    return None
+
+
+def is_expression_parameter(name: str, schema: Mapping[str, Any]) -> bool:
+    """A string parameter that takes an arithmetic expression (named expression, formula, equation; not a regular
+    expression)."""
+    text = str(schema.get("description", "")).lower()
+    named = set(_WORD.findall(_CAMEL.sub(" ", str(name)).lower()))
+    return schema.get("type") in ("string", None) and "enum" not in schema and bool(EXPRESSION_NAME & named) \
+        and "regular expression" not in text and "regex" not in text
+
+
+def takes_only_expression(schema: Mapping[str, Any]) -> bool:
+    """A tool whose required inputs are expressions and nothing else (a calculator): stating an expression is all
+    it needs."""
+    props = schema.get("properties") or {}
+    if not isinstance(props, Mapping):
+        return False
+    required = [name for name in schema.get("required") or [] if name in props]
+    needed = required or list(props)
+    return bool(needed) and all(isinstance(props[n], Mapping) and is_expression_parameter(n, props[n]) for n in needed)
