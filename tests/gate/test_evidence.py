@@ -27,6 +27,9 @@ EXPR = {"type": "object", "properties": {"expression": {"type": "string"}}, "req
     ("What is 2 raised to the 10th power?", "2 ** 10"),
     ("What's the square root of 144?", "144 ** 0.5"),
     ("Work out (120 - 45) / 5 for me.", "(120 - 45) / 5"),
+    ("What is the sum of 2 and 3?", "2 + 3"),
+    ("What's the difference between 9 and 4?", "9 - 4"),
+    ("What is 2^3?", "2 ** 3"),
 ])
 def test_an_expression_in_symbols_or_words_is_stated(text, expected):
     assert stated_expression(text) == expected

@@ -14,6 +14,8 @@ one). Pure standard library.
 ('12.5 * 8 + 3', '17 * 23', None)
 >>> stated_expression("2 raised to the 10th power"), stated_expression("What's the square root of 144?")
 ('2 ** 10', '144 ** 0.5')
+>>> stated_expression("What is the sum of 2 and 3?"), stated_expression("What is 2^3?")
+('2 + 3', '2 ** 3')
 >>> stated_expression("Book a table on 2023-10-06 for 2"), stated_expression("my order 418901918/9568919778")
 (None, None)
 >>> takes_only_expression({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]})
@@ -32,6 +34,8 @@ ARITHMETIC = ((rf"\bmultiply\s+{_NUM}\s+(?:by|and|with)\s+{_NUM}", r" \1 * \2 ")
               (rf"\bdivide\s+{_NUM}\s+by\s+{_NUM}", r" \1 / \2 "),
               (rf"\badd\s+(?:up\s+)?{_NUM}\s+(?:and|to|plus)\s+{_NUM}", r" \1 + \2 "),
               (rf"\bsubtract\s+{_NUM}\s+from\s+{_NUM}", r" \2 - \1 "),
+              (rf"\bsum\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 + \2 "), (rf"\bproduct\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 * \2 "),
+              (rf"\bdifference\s+between\s+{_NUM}\s+and\s+{_NUM}", r" \1 - \2 "), (r"(?<=\d)\s*\^\s*(?=[\d(])", " ** "),
               (rf"\b(?:raised\s+)?to\s+the\s+{_NUM}(?:st|nd|rd|th)?\s+power\b|\braised\s+to\s+(?:the\s+)?{_NUM}(?:st|nd|rd|th)?\b",
                lambda m: f" ** {m.group(1) or m.group(2)} "),
               (rf"\bsquare\s+root\s+of\s+{_NUM}", r" \1 ** 0.5 "), (rf"\bcube\s+root\s+of\s+{_NUM}", r" \1 ** (1 / 3) "),
