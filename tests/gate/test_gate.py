@@ -87,6 +87,9 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Bye for now!", False),
     ("Is there anything to commit in my repository?", False), ("Are there uncommitted changes?", False),
     ("What is the weather there?", True), ("and there?", True),
+    ("Hi, how's it going?", False), ("How is it going?", False), ("That's perfect, thank you!", False),
+    ("That's great.", False), ("That is helpful, thanks", False), ("That's perfect, and in Celsius?", True),
+    ("That one?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

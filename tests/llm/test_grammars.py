@@ -240,6 +240,10 @@ def test_a_list_of_objects_and_the_lists_inside_them_are_capped_by_what_the_requ
     entities = grammar_schema(schema, "Add Bob, an engineer, and Eve, a designer")["properties"]["entities"]
     assert entities["maxItems"] == 5  # three commas and an "and", plus one
     assert "maxItems" not in grammar_schema(schema)["properties"]["entities"]  # no request: the plain schema
+    # a required list of objects has one at least: "Record that Alice works at Acme as a relation" was create_relations([])
+    assert grammar_schema(schema, "Store Acme")["properties"]["entities"]["minItems"] == 1
+    optional = {**schema, "required": []}
+    assert "minItems" not in grammar_schema(optional, "Store Acme")["properties"]["entities"]
 
 
 def test_a_sql_parameter_takes_only_the_statements_its_description_names():

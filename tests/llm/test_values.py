@@ -230,3 +230,29 @@ def test_a_piece_of_the_requests_expression_becomes_the_whole_expression():
         assert normalise_arguments({"expression": value}, calc, request) == {"expression": whole}
     note = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
     assert normalise_arguments({"text": "2 + 3"}, note, "Note (2 + 3) * 4") == {"text": "2 + 3"}  # only expressions
+
+
+def test_a_create_table_statement_keeps_each_column_once():
+    """The demo's "Set up a new table called contacts with name and email columns" wrote `name` twice; sqlite refused."""
+    from nexus.llm.values import normalise_arguments
+
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "CREATE TABLE SQL statement"}},
+              "required": ["query"]}
+    out = normalise_arguments({"query": "CREATE TABLE contacts (name TEXT, email TEXT, Name TEXT)"}, schema,
+                              "Set up a new table called contacts with name and email columns")
+    assert out == {"query": "CREATE TABLE contacts (name TEXT, email TEXT)"}
+    same = "CREATE TABLE prices (item TEXT, amount DECIMAL(10, 2))"
+    assert normalise_arguments({"query": same}, schema, "a prices table with item and amount")["query"] == same
+
+
+def test_a_word_of_scope_is_no_value_for_an_optional_parameter_unless_it_is_a_choice():
+    """"List all local branches." had sent git_branch `contains: "all"` (a commit the branches must contain): refused."""
+    from nexus.llm.values import normalise_arguments
+
+    schema = {"type": "object", "properties": {
+        "branch_type": {"type": "string", "description": "Whether to list local branches ('local'), remote branches "
+                                                         "('remote') or all branches('all')."},
+        "contains": {"type": "string", "description": "The commit sha that branch should contain."},
+        "scope": {"type": "string", "enum": ["mine", "all"]}}, "required": ["branch_type"]}
+    out = normalise_arguments({"branch_type": "local", "contains": "all", "scope": "all"}, schema, "List all local branches.")
+    assert out == {"branch_type": "local", "scope": "all"}

@@ -43,14 +43,16 @@ log = logging.getLogger(__name__)
 # A follow-up leans on the previous turn: it opens with a continuation, refers back, or is very short.
 _CONTINUATION = re.compile(
     r"^\s*((thanks?|thank you|ok(ay)?)\W+){0,2}(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
-_DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b", re.I)
+_DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b|^(\W*(?:\w+\W+)?how(?:'s|\s+is))\s+it\s+going\b", re.I)  # "Hi, how's it going?" too
 # "Is there anything to commit?", "There are two files": an existential "there" points at nothing said before (it had
 # made the first a follow-up of "Show me the 4 most recent commits", whose count it then passed to git_log)
 _EXISTENTIAL = re.compile(r"\b(?:(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+there|there\s*(?:is|are|was|were|'s|'re))\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 # "Remember that Bob's birthday is on 12 May": a "that" opening a clause points forward, not back
 _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b", re.I)
-_ACK = r"ok(?:ay)?|great|cool|perfect|nice"  # acknowledgements: a turn of its own, or the lead of a sign-off
+# acknowledgements, also as "that's perfect": a turn of its own, or the lead of a sign-off ("That's perfect, thank you!"
+# had read its "that" as a reference back and called the previous turn's tool)
+_ACK = r"(?:that'?s\s+|that\s+is\s+)?(?:ok(?:ay)?|great|cool|perfect|nice|fine|brilliant|wonderful|excellent|awesome|helpful)"
 _CLOSERS = re.compile(rf"^\s*(thanks?( you)?|thank you|thx|{_ACK}|bye|goodbye|got it)\W*$", re.I)
 # "Hello there!", "Good morning": a greeting opens a conversation, so it never borrows the turn before it (as a
 # short turn it would: the demo's "Hello there!" took "Remember Bob's birthday…" along and went to FALLBACK)
@@ -72,7 +74,7 @@ def is_follow_up(turn: str) -> bool:
     if _CLOSERS.match(turn) or _GREETING.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     words = turn.split()
-    own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(r"\1", turn))  # "What time is it in Tokyo?": that "it" points at nothing said before
+    own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2), turn))  # "What time is it in Tokyo?": that "it" points at nothing said before
     own = _EXISTENTIAL.sub(" ", own)
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table)

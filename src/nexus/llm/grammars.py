@@ -164,6 +164,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
                 sub.setdefault("minItems", 1)
         elif kind == "objects":  # a list of objects (and the lists inside them) is capped the same way: uncapped,
             _cap_lists(sub, anchors.max_list_items(request))  # the model wrote one entity after another to the cap
+            if name in required:  # "Record that Alice works at Acme as a relation" -> create_relations([]), a no-op
+                sub["minItems"] = max(int(sub.get("minItems", 0)), 1)
+                sub["maxItems"] = max(int(sub.get("maxItems", 1)), 1)
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
             anchored = []

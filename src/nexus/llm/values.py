@@ -411,6 +411,9 @@ def wants_fraction(schema: Mapping[str, Any]) -> bool:
     return schema.get("type") == "number" and not PERCENT_HINT.search(str(schema.get("description", "")))
 
 
+_SCOPE_WORDS = frozenset("all any every each everything anything none both".split())
+
+
 def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None = None) -> bool:
     """Whether the request gives this value (or, for a flag, mentions the parameter): a string it contains or
     whose words it uses (outside the paths it writes, unless the value is one of them or a path), a number it
@@ -440,6 +443,9 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
         text = " ".join(words(value))
         if not text:
             return False
+        if set(text.split()) <= _SCOPE_WORDS and value.strip().lower() not in {
+                str(c).lower() for c in [*((schema or {}).get("enum") or []), *closed_choices(schema or {})]}:
+            return False  # "List all local branches": "all" says how many, it is no value (git_branch's contains: "all")
         paths = request_paths(request)
         if value.strip() not in paths and not is_path_parameter(name, schema or {}):
             for path in paths:  # a piece of a path the request writes is not a value it states
@@ -728,7 +734,32 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
         return iso or value
     if fmt == "time":
         return to_hh_mm(value) or value
-    return value
+    return unique_columns(value)
+
+
+_CREATE_TABLE = re.compile(r"^(\s*CREATE TABLE\s+\S+\s*\()(.*)(\)\s*;?\s*)$", re.I | re.S)
+
+
+def unique_columns(statement: str) -> str:
+    """A CREATE TABLE statement with each column defined once (the first definition kept): no database accepts a
+    column twice, and a small model repeats one ("a table called contacts with name and email columns" came out as
+    `(name TEXT, email TEXT, name TEXT)`, which sqlite refused). Anything else is returned unchanged.
+
+    >>> unique_columns("CREATE TABLE contacts (name TEXT, email TEXT, name TEXT)")
+    'CREATE TABLE contacts (name TEXT, email TEXT)'
+    >>> unique_columns("CREATE TABLE t (a NUMERIC(10, 2), b TEXT)"), unique_columns("SELECT a, a FROM t")
+    ('CREATE TABLE t (a NUMERIC(10, 2), b TEXT)', 'SELECT a, a FROM t')
+    """
+    match = _CREATE_TABLE.match(statement)
+    if not match or "(" in match.group(2):  # typed sizes or constraints with brackets: not split on commas
+        return statement
+    seen, kept = set(), []
+    for column in match.group(2).split(","):
+        name = column.split()[0].strip('"`[]').lower() if column.split() else ""
+        if name and name not in seen:
+            seen.add(name)
+            kept.append(column.strip())
+    return f"{match.group(1)}{', '.join(kept)}{match.group(3)}" if len(kept) < len(match.group(2).split(",")) else statement
 
 
 QUOTE_SPANS = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'(.+?)'(?!\w)")
