@@ -256,3 +256,18 @@ def test_a_word_of_scope_is_no_value_for_an_optional_parameter_unless_it_is_a_ch
         "scope": {"type": "string", "enum": ["mine", "all"]}}, "required": ["branch_type"]}
     out = normalise_arguments({"branch_type": "local", "contains": "all", "scope": "all"}, schema, "List all local branches.")
     assert out == {"branch_type": "local", "scope": "all"}
+
+
+def test_notes_the_request_does_not_state_are_left_out_of_a_list_of_objects():
+    """create_entities for "Add an entity named Tokyo of type city": the model's own observation is not stored."""
+    from nexus.llm.values import normalise_arguments
+
+    schema = {"type": "object", "required": ["entities"], "properties": {"entities": {"type": "array", "items": {
+        "type": "object", "required": ["name", "entityType", "observations"], "properties": {
+            "name": {"type": "string"}, "entityType": {"type": "string"},
+            "observations": {"type": "array", "items": {"type": "string"}}}}}}}
+    made = {"entities": [{"name": "Tokyo", "entityType": "city", "observations": ["1000000000"]}]}
+    assert normalise_arguments(made, schema, "Add an entity named Tokyo of type city.") == {
+        "entities": [{"name": "Tokyo", "entityType": "city", "observations": []}]}
+    told = {"entities": [{"name": "Marie", "entityType": "person", "observations": ["scientist"]}]}
+    assert normalise_arguments(told, schema, "Add Marie, a scientist, to my knowledge graph.") == told

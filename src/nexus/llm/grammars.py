@@ -163,10 +163,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
             if name in required:  # the model writes [] for "data: 85, 90, 88"; a required list has items
                 sub.setdefault("minItems", 1)
         elif kind == "objects":  # a list of objects (and the lists inside them) is capped the same way: uncapped,
-            _cap_lists(sub, anchors.max_list_items(request))  # the model wrote one entity after another to the cap
-            if name in required:  # "Record that Alice works at Acme as a relation" -> create_relations([]), a no-op
-                sub["minItems"] = max(int(sub.get("minItems", 0)), 1)
-                sub["maxItems"] = max(int(sub.get("maxItems", 1)), 1)
+            _cap_lists(sub, anchors.max_list_items(request), text_cap=_note_length(request))  # the model wrote one
+            # entity after another to the cap
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
             anchored = []
@@ -262,20 +260,40 @@ def _list_kind(schema: Mapping[str, Any]) -> str | None:
     return "scalars" if items.get("type") in ("string", "number", "integer") else None
 
 
-def _cap_lists(schema: dict[str, Any], cap: int, depth: int = 0) -> None:
-    """At most `cap` items (never fewer than its minItems) for a list and for every list inside its items' objects.
+def _note_length(request: str) -> int:
+    """How long a free-text item of a list inside an object may be: 40 characters (shorter than the decoder's loop
+    guard, 48 tokens, so a run of one character ends as a string, not as a rejected call), or the request's longest
+    quoted span, which is copied whole.
+
+    >>> _note_length("Add Tokyo, a city"), _note_length("Note 'the meeting moved to Thursday afternoon at the main office'")
+    (40, 60)
+    """
+    from nexus.llm.values import QUOTE_SPANS
+
+    quoted = [next(g for g in groups if g) for groups in QUOTE_SPANS.findall(request or "")]
+    return max([40, *(len(q) + 2 for q in quoted)])
+
+
+def _cap_lists(schema: dict[str, Any], cap: int, depth: int = 0, text_cap: int | None = None) -> None:
+    """At most `cap` items (never fewer than its minItems) for a list and for every list inside its items' objects;
+    with `text_cap`, a free-text item of a list inside an object has at most that many characters.
 
     >>> s = {"type": "array", "items": {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}}
-    >>> _cap_lists(s, 2); s["maxItems"], s["items"]["properties"]["tags"]["maxItems"]
-    (2, 2)
+    >>> _cap_lists(s, 2, text_cap=40); s["maxItems"], s["items"]["properties"]["tags"]["maxItems"], s["items"]["properties"]["tags"]["items"]
+    (2, 2, {'type': 'string', 'maxLength': 40})
     """
     if depth > 4 or "maxItems" in schema:
         return
     schema["maxItems"] = max(cap, int(schema.get("minItems", 0)), 1)
     items = schema.get("items")
+    if depth and text_cap and isinstance(items, dict) and items.get("type") == "string" and not (
+            {"enum", "pattern", "format", "maxLength"} & set(items)):
+        # create_entities' observations for "Add an entity named Tokyo of type city": the model wrote "1000000…" until
+        # the loop guard stopped it, twice, and the turn fell back to every schema (24 s) and the wrong tool
+        items["maxLength"] = text_cap
     for sub in (items.get("properties") or {}).values() if isinstance(items, dict) else ():
         if isinstance(sub, dict) and sub.get("type") == "array" and isinstance(sub.get("items"), dict):
-            _cap_lists(sub, cap, depth + 1)
+            _cap_lists(sub, cap, depth + 1, text_cap)
 
 
 def _as_fractions(options: list[Any], schema: Mapping[str, Any], percents: set[float]) -> list[Any]:

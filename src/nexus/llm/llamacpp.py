@@ -388,7 +388,8 @@ class LlamaCppBackend:
                 break
             if in_a_loop(chosen):
                 looped = True
-                log.info("decoding stopped after %d tokens: the last %d repeat one short cycle", len(chosen), LOOP_SPAN)
+                log.info("decoding stopped after %d tokens: the last %d repeat one short cycle (...%s)", len(chosen),
+                         LOOP_SPAN, text[-80:])
                 break
             held = self.context.tokens(self.seq)
             if len(held) + 1 > self.n_ctx:

@@ -838,6 +838,31 @@ def _repeats(value: Any, given: set[str], request: str) -> bool:
     return not (isinstance(value, str | int | float) and twice)
 
 
+def _stated_notes(value: Any, schema: Mapping[str, Any], request: str) -> Any:
+    """A list of objects whose free-text lists hold only what the request states: the model fills a required list of
+    notes the request gives none of with something of its own ("observations": ["city: Tokyo"] for "Add an entity
+    named Tokyo of type city"), which the tool would store. A list that must keep items (minItems) is left alone.
+
+    >>> schema = {"type": "array", "items": {"type": "object", "properties": {"observations": {"type": "array",
+    ...           "items": {"type": "string"}}}}}
+    >>> _stated_notes([{"name": "Tokyo", "observations": ["city: Tokyo", "1000000"]}], schema, "Add Tokyo, a city")
+    [{'name': 'Tokyo', 'observations': ['city: Tokyo']}]
+    """
+    items = schema.get("items") if isinstance(schema, Mapping) else None
+    if not isinstance(value, list) or not isinstance(items, Mapping) or not isinstance(items.get("properties"), Mapping):
+        return value
+    notes = {n for n, sub in items["properties"].items() if isinstance(sub, Mapping) and sub.get("type") == "array"
+             and isinstance(sub.get("items"), Mapping) and sub["items"].get("type") == "string"
+             and "enum" not in sub["items"] and not sub.get("minItems")}
+    out = []
+    for entry in value:
+        if isinstance(entry, dict):
+            entry = {k: [x for x in v if not isinstance(x, str) or stated(k, x, request)] if k in notes and isinstance(v, list) else v
+                     for k, v in entry.items()}
+        out.append(entry)
+    return out
+
+
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
                         drop_unstated: bool = True) -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
@@ -855,7 +880,7 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
             value = whole_word(whole_quote(trimmed(value, request), request), request)
         if drop_unstated and name not in required and not stated(name, value, request, sub):
             continue
-        out[name] = value
+        out[name] = _stated_notes(value, sub, request) if drop_unstated else value
     if drop_unstated:  # a value the request states once belongs to one parameter: the required one keeps it
         given = {_said(v) for n, v in out.items() if n in required} - {None}
         out = {n: v for n, v in out.items() if n in required or not _repeats(v, given, request)}
