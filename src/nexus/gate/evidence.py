@@ -30,18 +30,29 @@ from typing import Any, Mapping
 EXPRESSION_NAME = frozenset(("expression", "expr", "formula", "equation"))
 # arithmetic in words -> operators; the verb forms ("multiply 17 by 23") come first, before "by" is read as anything else
 _NUM = r"(-?\d+(?:\.\d+)?)"
-ARITHMETIC = ((rf"\bmultiply\s+{_NUM}\s+(?:by|and|with)\s+{_NUM}", r" \1 * \2 "),
-              (rf"\bdivide\s+{_NUM}\s+by\s+{_NUM}", r" \1 / \2 "),
-              (rf"\badd\s+(?:up\s+)?{_NUM}\s+(?:and|to|plus)\s+{_NUM}", r" \1 + \2 "),
-              (rf"\bsubtract\s+{_NUM}\s+from\s+{_NUM}", r" \2 - \1 "),
-              (rf"\bsum\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 + \2 "), (rf"\bproduct\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 * \2 "),
-              (rf"\bdifference\s+between\s+{_NUM}\s+and\s+{_NUM}", r" \1 - \2 "), (r"(?<=\d)\s*\^\s*(?=[\d(])", " ** "),
-              (rf"\b(?:raised\s+)?to\s+the\s+{_NUM}(?:st|nd|rd|th)?\s+power\b|\braised\s+to\s+(?:the\s+)?{_NUM}(?:st|nd|rd|th)?\b",
-               lambda m: f" ** {m.group(1) or m.group(2)} "),
-              (rf"\bsquare\s+root\s+of\s+{_NUM}", r" \1 ** 0.5 "), (rf"\bcube\s+root\s+of\s+{_NUM}", r" \1 ** (1 / 3) "),
-              (r"\bmultiplied by\b|\btimes\b|(?<=\d)\s*[x×]\s*(?=\d)", " * "), (r"\bdivided by\b|÷", " / "),
-              (r"\bplus\b", " + "), (r"\bminus\b", " - "), (r"\bto the power of\b|\braised to\b", " ** "),
-              (r"\bsquared\b", " ** 2 "), (r"\bcubed\b", " ** 3 "), (r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\b", r" \1 / 100 * "))
+_ORDINAL = r"(?:st|nd|rd|th)?"
+ARITHMETIC = (
+    (rf"\bmultiply\s+{_NUM}\s+(?:by|and|with)\s+{_NUM}", r" \1 * \2 "),
+    (rf"\bdivide\s+{_NUM}\s+by\s+{_NUM}", r" \1 / \2 "),
+    (rf"\badd\s+(?:up\s+)?{_NUM}\s+(?:and|to|plus)\s+{_NUM}", r" \1 + \2 "),
+    (rf"\bsubtract\s+{_NUM}\s+from\s+{_NUM}", r" \2 - \1 "),
+    (rf"\bsum\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 + \2 "),
+    (rf"\bproduct\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 * \2 "),
+    (rf"\bdifference\s+between\s+{_NUM}\s+and\s+{_NUM}", r" \1 - \2 "),
+    (r"(?<=\d)\s*\^\s*(?=[\d(])", " ** "),
+    (rf"\b(?:raised\s+)?to\s+the\s+{_NUM}{_ORDINAL}\s+power\b|\braised\s+to\s+(?:the\s+)?{_NUM}{_ORDINAL}\b",
+     lambda m: f" ** {m.group(1) or m.group(2)} "),
+    (rf"\bsquare\s+root\s+of\s+{_NUM}", r" \1 ** 0.5 "),
+    (rf"\bcube\s+root\s+of\s+{_NUM}", r" \1 ** (1 / 3) "),
+    (r"\bmultiplied by\b|\btimes\b|(?<=\d)\s*[x×]\s*(?=\d)", " * "),
+    (r"\bdivided by\b|÷", " / "),
+    (r"\bplus\b", " + "),
+    (r"\bminus\b", " - "),
+    (r"\bto the power of\b|\braised to\b", " ** "),
+    (r"\bsquared\b", " ** 2 "),
+    (r"\bcubed\b", " ** 3 "),
+    (r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\b", r" \1 / 100 * "),
+)
 EXPRESSION_SPAN = re.compile(r"[\d(.][\d\s.+\-*/%()]*[\d)]")
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")

@@ -840,8 +840,8 @@ def _repeats(value: Any, given: set[str], request: str) -> bool:
 
 def _stated_notes(value: Any, schema: Mapping[str, Any], request: str) -> Any:
     """A list of objects whose free-text lists hold only what the request states: the model fills a required list of
-    notes the request gives none of with something of its own ("observations": ["city: Tokyo"] for "Add an entity
-    named Tokyo of type city"), which the tool would store. A list that must keep items (minItems) is left alone.
+    notes the request gives none of with something of its own ("observations": ["1000000…"] for "Add an entity named
+    Tokyo of type city"), which the tool would store. A list that must keep items (minItems) is left alone.
 
     >>> schema = {"type": "array", "items": {"type": "object", "properties": {"observations": {"type": "array",
     ...           "items": {"type": "string"}}}}}
