@@ -332,6 +332,33 @@ def test_a_tool_that_takes_nothing_is_weighted_down_when_the_request_names_somet
         assert backend.calls[0][2] == ("search_nodes", "read_graph")
 
 
+@pytest.mark.parametrize("turn, weighted", [("Is there anything to commit in my repository?", True),
+                                            ("Show me what changed in the last commit.", True),
+                                            ("Commit my changes with the message fix", False),
+                                            ("Can you commit my changes?", False)])
+def test_a_question_weighs_down_a_tool_its_server_marks_as_changing_something(turn, weighted):
+    """MCP annotations: git_commit says readOnlyHint false, git_status true; "Is there anything to commit?" had called
+    git_commit. Without a read-only tool beside it, or without annotations, nothing changes."""
+    commit = Tool("git_commit", "Records changes to the repository", {"type": "object", "properties": {
+        "message": {"type": "string"}}, "required": ["message"]}, "s", annotations={"readOnlyHint": False})
+    status = Tool("git_status", "Shows the working tree status", {"type": "object", "properties": {}}, "s",
+                  annotations={"readOnlyHint": True})
+    reg = Registry()
+    reg.set_source("s", [commit, status])
+    backend = ScriptedBackend(arguments=["{}"], choices=["git_status"])
+    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "git_commit", "git_status"))
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    if weighted:
+        assert prior["git_commit"] == pytest.approx(0.09 / 0.19) and prior["git_status"] > prior["git_commit"]
+    else:
+        assert prior["git_commit"] == pytest.approx(0.9)
+    plain = Registry()  # the same tools with no annotations: the gate's prior as it is
+    plain.set_source("s", [Tool(t.name, t.description, t.input_schema, "s") for t in (commit, status)])
+    backend = ScriptedBackend(arguments=["{}"], choices=["git_status"])
+    ToolCaller(backend, plain).call(turn, decision(Action.SHORTLIST, "git_commit", "git_status"))
+    assert dict(zip(backend.calls[0][2], backend.priors[0]))["git_commit"] == pytest.approx(0.9)
+
+
 @pytest.mark.parametrize("ref", ["#/$defs/missing", "http://127.0.0.1:9/schema.json"])
 def test_a_ref_that_does_not_resolve_within_the_schema_is_an_invalid_call_and_nothing_is_fetched(ref, monkeypatch):
     import urllib.request

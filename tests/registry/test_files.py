@@ -126,3 +126,21 @@ def test_registry_keeps_same_stem_files_and_namespaces_collisions(tmp_path):
     assert len(registry) == 6
     assert {"alpha", "beta", "s1.dup", "s2.dup"} <= set(registry.keys())
     assert sum(1 for k in registry.keys() if k.endswith("ping")) == 2
+
+
+def test_mcp_annotations_are_kept_and_a_malformed_one_is_ignored(caplog):
+    """readOnlyHint tells a question which tools only read (`ToolCaller._grounded`); a server's odd annotations never
+    cost it the tool."""
+    schema = {"type": "object", "properties": {}}
+    tools = read_tools([{"name": "git_status", "inputSchema": schema, "annotations": {"readOnlyHint": True}},
+                        {"name": "git_commit", "inputSchema": schema, "annotations": {"readOnlyHint": False}},
+                        {"name": "odd", "inputSchema": schema, "annotations": "read only"},
+                        {"name": "plain", "inputSchema": schema}], origin="s", where="test").tools
+    by_name = {t.name: t for t in tools}
+    assert [by_name[n].read_only for n in ("git_status", "git_commit", "odd", "plain")] == [True, False, None, None]
+    assert by_name["git_status"].to_mcp()["annotations"] == {"readOnlyHint": True}
+    assert "annotations" not in by_name["plain"].to_mcp()
+    assert "'annotations' is not an object" in caplog.text
+    # hints are not what the tool is: its content hash does not change with them
+    assert by_name["plain"].content_hash == read_tools([{"name": "plain", "inputSchema": schema, "annotations": {
+        "readOnlyHint": True}}], origin="s", where="test").tools[0].content_hash

@@ -155,6 +155,23 @@ def test_list_changed_resyncs_only_changed_tools_and_the_narrowed_surface_follow
     anyio.run(run)
 
 
+def test_the_narrowed_surface_passes_on_the_upstream_tools_hints(tmp_path):
+    """readOnlyHint and friends reach the client as the upstream server sent them; keys MCP does not define do not."""
+    hinted = {**WEATHER, "annotations": {"readOnlyHint": True, "openWorldHint": True, "madeUpHint": 3}}
+    gw, _ = gateway({"fake": server(tmp_path, "fake", [hinted, *BASE[1:]])}, narrow=True)
+
+    async def run():
+        async with gw.running(), Client(gw.server) as client:
+            await find(client, "what is the weather in Paris")
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            hints = listed["get_weather"].annotations
+            assert hints.read_only_hint is True and hints.open_world_hint is True
+            assert "madeUpHint" not in hints.model_dump(by_alias=True, exclude_none=True)
+            assert gw.nexus.registry.get("get_weather").read_only is True
+
+    anyio.run(run)
+
+
 def test_a_modern_client_hears_list_changed_through_subscriptions_listen(tmp_path):
     """The 2026-era protocol: change notifications ride a `subscriptions/listen` stream the client opened."""
     gw, _ = gateway({"fake": server(tmp_path, "fake", BASE)}, narrow=True)

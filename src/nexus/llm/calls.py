@@ -32,7 +32,7 @@ from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.llm.values import named_values, normalise_arguments, takes_path, unstated_required
+from nexus.llm.values import asks_to_read, named_values, normalise_arguments, takes_path, unstated_required
 from nexus.paths import written_paths
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
@@ -240,9 +240,12 @@ class ToolCaller:
         (`unstated_required`), the request writes a path and the tool takes none (`takes_path`), or the request
         names something for the tool to work on ("… notes about Alice", `named_values`) and the tool takes no
         parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
+        A question, or an order to show something, also down-weights each tool its server marks as changing something
+        (MCP `readOnlyHint: false`) when a read-only one is listed beside it.
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
+        question = asks_to_read(turn)  # the turn's own words, not the request it leans on
         turn = f"{self._context(history)} {turn}".strip()
         path = bool(written_paths(turn))
         tools = [self.registry.get(k) for k in keys]
@@ -250,8 +253,12 @@ class ToolCaller:
         # names are looked for only when a listed tool takes nothing (the known words are every listed tool's text)
         named = any(not schema.get("properties") for schema in schemas) and bool(
             named_values(turn, " ".join(retrieval_text(k, tool) for k, tool in zip(keys, tools))))
+        # a question is answered by a tool its server marks read-only, where one is listed: "Is there anything to
+        # commit?" had called git_commit
+        reads = question and any(tool.read_only for tool in tools)
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema))
-                    or (named and not schema.get("properties")) for schema in schemas]
+                    or (named and not schema.get("properties")) or (reads and tool.read_only is False)
+                    for tool, schema in zip(tools, schemas)]
         if all(unstated) or not any(unstated):
             return prior
         weighted = [p * (UNSTATED_PRIOR if u else 1.0) for p, u in zip(prior, unstated)]

@@ -132,12 +132,23 @@ def whole_expression(expression: str, request: str) -> str:
     ('3 * (4 + 5)', '(2 + 3) * 4')
     >>> whole_expression("4 * 5", "add 2 + 3, then 4 * 5"), whole_expression("x + 1", "solve x + 1 = 2")
     ('4 * 5', 'x + 1')
+
+    Also when the model wrote only some of its numbers its own way ("17%" for "What's 17 percent of 350?", which the
+    calculator refused) and the request states that one expression:
+
+    >>> whole_expression("17%", "What's 17 percent of 350?"), whole_expression("17%", "17 percent of 350 or 2 * 3?")
+    ('17 / 100 * 350', '17%')
     """
     squeezed = re.sub(r"\s+", "", expression)
-    for span in EXPRESSION_SPAN.findall(_operators(request or "")):
-        if squeezed and squeezed in re.sub(r"\s+", "", span) and re.search(r"[+\-*/%]", span) \
-                and span.count("(") == span.count(")"):
+    spans = [span for span in EXPRESSION_SPAN.findall(_operators(request or "")) if re.search(r"[+\-*/%]", span)
+             and span.count("(") == span.count(")")]
+    for span in spans:
+        if squeezed and squeezed in re.sub(r"\s+", "", span):
             return " ".join(span.split())
+    own = set(re.findall(r"\d+(?:\.\d+)?", expression))
+    if len(spans) == 1 and own and not re.search(r"[a-z]", expression, re.I) \
+            and own <= set(re.findall(r"\d+(?:\.\d+)?", spans[0])):
+        return " ".join(spans[0].split())
     return expression
 
 
@@ -482,6 +493,25 @@ def value_kind(name: str, schema: Mapping[str, Any]) -> str | None:
     if fmt in ("time", "date"):
         return fmt
     return "path" if is_path_parameter(name, schema) else None
+
+
+# A question for information ("What changed in the last commit?", "Is there anything to commit?"), or an order to
+# show something ("Find entities about Acme"); not a request phrased as a question ("Can you create a branch?")
+_QUESTION = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|has|have|had)\b"
+                       r"[^?]*\?\s*$", re.I)
+_SHOW = re.compile(r"^\s*(?:please\s+)?(?:show|list|get|find|search|look\s+up|display|read|tell\s+me|give\s+me|count|"
+                   r"fetch)\b", re.I)
+
+
+def asks_to_read(request: str) -> bool:
+    """Whether the request only asks to be told something (a question, or "show / list / find …").
+
+    >>> asks_to_read("Is there anything to commit in my repository?"), asks_to_read("Find entities about Acme.")
+    (True, True)
+    >>> asks_to_read("Can you create a branch called x?"), asks_to_read("Commit my changes."), asks_to_read("Hi? Add x")
+    (False, False, False)
+    """
+    return bool(_QUESTION.match(request or "") or _SHOW.match(request or ""))
 
 
 def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:

@@ -146,6 +146,14 @@ def _result_text(result: Any) -> str:
     return "\n".join(parts)
 
 
+def _hints(raw: Any) -> dict[str, Any] | None:
+    """A listed tool's annotations in their wire form (`readOnlyHint`, ...), or None when it has none."""
+    annotations = getattr(raw, "annotations", None)
+    if annotations is None:
+        return None
+    return annotations.model_dump(by_alias=True, exclude_none=True) if hasattr(annotations, "model_dump") else None
+
+
 async def _raw_tool_pages(session: Any, refused: Exception) -> list[Any]:
     """Every page of tools/list as the server sent it, unchecked (`McpHub._list_tools`). It goes through the SDK's
     own request stamping and dispatcher, which are not public API: an SDK without them re-raises `refused`, and the
@@ -389,8 +397,8 @@ class McpHub:
         try:
             for _ in range(MAX_PAGES):
                 page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                mappings += [{"name": raw.name, "description": raw.description or "", "inputSchema": raw.input_schema}
-                             for raw in page.tools]
+                mappings += [{"name": raw.name, "description": raw.description or "", "inputSchema": raw.input_schema,
+                              "annotations": _hints(raw)} for raw in page.tools]
                 cursor = page.next_cursor
                 if not cursor:
                     break

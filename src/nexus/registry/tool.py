@@ -46,6 +46,9 @@ class Tool:
     description: str
     input_schema: Mapping[str, Any] = field(hash=False)
     origin: str = ""
+    # MCP tool annotations as the server sent them (readOnlyHint, destructiveHint, ...): hints about what a call does,
+    # not part of what the tool is (left out of `content_hash`)
+    annotations: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @cached_property
     def content_hash(self) -> str:
@@ -64,8 +67,17 @@ class Tool:
         """Stable across runs and content changes: where it came from and what it is called."""
         return f"{self.origin}/{self.name}"
 
+    @property
+    def read_only(self) -> bool | None:
+        """The server's `readOnlyHint`: True (the tool only reads), False (it changes something), None (not said)."""
+        hint = self.annotations.get("readOnlyHint")
+        return hint if isinstance(hint, bool) else None
+
     def to_mcp(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": dict(self.input_schema)}
+        out = {"name": self.name, "description": self.description, "inputSchema": dict(self.input_schema)}
+        if self.annotations:
+            out["annotations"] = dict(self.annotations)
+        return out
 
 
 def safe_alias(name: str) -> str:
@@ -104,7 +116,11 @@ def check_tool(raw: Any, origin: str, where: str) -> Tool:
     if schema is None:
         schema = {"type": "object", "properties": {}}
     check_schema(schema, where)
-    tool = Tool(name=name, description=description.strip(), input_schema=schema, origin=origin)
+    annotations = raw.get("annotations")
+    if annotations is not None and not isinstance(annotations, Mapping):
+        log.warning("%s: 'annotations' is not an object; ignored", where)
+    hints = {k: v for k, v in annotations.items() if isinstance(k, str)} if isinstance(annotations, Mapping) else {}
+    tool = Tool(name=name, description=description.strip(), input_schema=schema, origin=origin, annotations=hints)
     if tool.public_name != name:
         log.warning("%s: the name is outside the MCP character set [A-Za-z0-9_.-]{1,64}; published as %r",
                     where, tool.public_name)

@@ -28,6 +28,8 @@ from nexus.nexus import Nexus, Overrides
 
 log = logging.getLogger(__name__)
 
+# MCP's tool annotations and their types: what the gateway passes on of an upstream tool's hints
+HINTS = {"title": str, "readOnlyHint": bool, "destructiveHint": bool, "idempotentHint": bool, "openWorldHint": bool}
 FIND_TOOLS = {
     "name": "find_tools",
     "description": "Find the tools for a request among every connected MCP server. Returns the routing decision "
@@ -157,7 +159,11 @@ class Gateway:
         for key in self.surface:
             if key in registry:
                 tool = registry.get(key)
-                tools.append(types.Tool(name=key, description=tool.description, input_schema=dict(tool.input_schema)))
+                # the upstream server's hints go along (a client decides on them too), the ones MCP defines only
+                hints = {k: v for k, v in tool.annotations.items() if k in HINTS and isinstance(v, HINTS[k])}
+                tools.append(types.Tool.model_validate({"name": key, "description": tool.description,
+                                                        "inputSchema": dict(tool.input_schema),
+                                                        **({"annotations": hints} if hints else {})}))
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: Any, params: Any) -> Any:
