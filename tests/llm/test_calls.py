@@ -300,11 +300,7 @@ def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one(
         "repo_path": {"type": "string"}, "max_count": {"type": "integer"}}, "required": ["repo_path"]}, "s")
     remote = Tool("get_commit", "Get details for a commit from a GitHub repository.", {"type": "object", "properties": {
         "owner": {"type": "string"}, "repo": {"type": "string"}, "sha": {"type": "string"}}, "required": ["owner", "repo", "sha"]}, "s")
-    reg = Registry()
-    reg.set_source("s", [log, remote])
-    backend = ScriptedBackend(arguments=['{"repo_path": "/srv/app"}'], choices=["git_log"])
-    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "get_commit", "git_log"))
-    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    prior = _shortlist_prior([log, remote], turn, "get_commit", "git_log", '{"repo_path": "/srv/app"}')
     if weighted:
         assert prior["git_log"] > prior["get_commit"] and prior["get_commit"] == pytest.approx(0.09 / 0.19)
     else:  # a domain or an abbreviation is no path: the gate's prior as it is
@@ -343,20 +339,22 @@ def test_a_question_weighs_down_a_tool_its_server_marks_as_changing_something(tu
         "message": {"type": "string"}}, "required": ["message"]}, "s", annotations={"readOnlyHint": False})
     status = Tool("git_status", "Shows the working tree status", {"type": "object", "properties": {}}, "s",
                   annotations={"readOnlyHint": True})
-    reg = Registry()
-    reg.set_source("s", [commit, status])
-    backend = ScriptedBackend(arguments=["{}"], choices=["git_status"])
-    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "git_commit", "git_status"))
-    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    prior = _shortlist_prior([commit, status], turn, "git_commit", "git_status")
     if weighted:
         assert prior["git_commit"] == pytest.approx(0.09 / 0.19) and prior["git_status"] > prior["git_commit"]
     else:
         assert prior["git_commit"] == pytest.approx(0.9)
-    plain = Registry()  # the same tools with no annotations: the gate's prior as it is
-    plain.set_source("s", [Tool(t.name, t.description, t.input_schema, "s") for t in (commit, status)])
-    backend = ScriptedBackend(arguments=["{}"], choices=["git_status"])
-    ToolCaller(backend, plain).call(turn, decision(Action.SHORTLIST, "git_commit", "git_status"))
-    assert dict(zip(backend.calls[0][2], backend.priors[0]))["git_commit"] == pytest.approx(0.9)
+    plain = [Tool(t.name, t.description, t.input_schema, "s") for t in (commit, status)]  # no annotations
+    assert _shortlist_prior(plain, turn, "git_commit", "git_status")["git_commit"] == pytest.approx(0.9)
+
+
+def _shortlist_prior(tools, turn, first, second, arguments="{}"):
+    """The name-choice prior the model got for a SHORTLIST of `first`, `second` (the gate's order) over `tools`."""
+    reg = Registry()
+    reg.set_source("s", tools)
+    backend = ScriptedBackend(arguments=[arguments], choices=[second])
+    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, first, second))
+    return dict(zip(backend.calls[0][2], backend.priors[0]))
 
 
 @pytest.mark.parametrize("ref", ["#/$defs/missing", "http://127.0.0.1:9/schema.json"])
