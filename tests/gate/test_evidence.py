@@ -75,7 +75,9 @@ def test_a_stated_expression_overrules_no_tool_when_a_candidate_takes_only_an_ex
     gate = _gate([*OTHERS, Tool("calculate", "Calculates the given expression.", EXPR, "t")])
     d = gate.decide("What is 12.5 * 8 + 3?")
     assert d.action is Action.SHORTLIST and d.candidates[0].key == "calculate"
-    assert d.p_no_tool >= 0.1  # the gate's own probability is reported as it was
+    _, scored = gate.score("What is 12.5 * 8 + 3?", gate.slb.search("What is 12.5 * 8 + 3?", k=gate.k))
+    # the gate's own NO_TOOL probability, reported as it was (above the NO_TOOL threshold it overruled)
+    assert d.p_no_tool == pytest.approx(scored.p_no_tool) and scored.p_no_tool >= 0.1
     assert gate.decide("Thanks, that's all for today!").action is Action.NO_TOOL
 
 

@@ -8,7 +8,7 @@ at -6 to -8 for "What is 12.5 * 8 + 3?" and p_no_tool lands at 0.91-0.99, while 
 candidate. Retraining on fixed labels did not change it (README, "Session 10"). This check reads the schema (a string
 parameter named expression / formula / equation) and the request (numbers joined by operators, or by the words
 for them), never a tool's name; on a registry without such a tool it never fires (no BFCL evaluation registry has
-one). Pure standard library.
+one). Pure Python (the signatures' identifier splitter reads parameter names).
 
 >>> stated_expression("What is 12.5 * 8 + 3?"), stated_expression("Multiply 17 by 23."), stated_expression("Thanks!")
 ('12.5 * 8 + 3', '17 * 23', None)
@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 from typing import Any, Mapping
+
+from nexus.signatures.compiler import split_identifier
 
 EXPRESSION_NAME = frozenset(("expression", "expr", "formula", "equation"))
 # arithmetic in words -> operators; the verb forms ("multiply 17 by 23") come first, before "by" is read as anything else
@@ -54,10 +56,11 @@ ARITHMETIC = (
     (r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\b", r" \1 / 100 * "),
 )
 EXPRESSION_SPAN = re.compile(r"[\d(.][\d\s.+\-*/%()]*[\d)]")
-_WORD = re.compile(r"[a-z0-9]+")
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-# spans that look like arithmetic and are not: dates, clock times, number ranges and ids written without spaces
-_NOT_ARITHMETIC = re.compile(r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}\b|\b\d+-\d+\b|\b\d{5,}/\d+\b")
+# text that looks like arithmetic and is not, left out before reading: dates, clock times, ids with a slash, and
+# two numbers joined by a hyphen that are no operand (a range or an id: "10-12", "+91-98765"; "23)/89-34" stays)
+_NOT_ARITHMETIC = re.compile(r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}\b|\b\d{5,}/\d+\b"
+                             r"|(?<![\d)][*/+%^])(?<![\d)]\s[*/+%^])(?<![\d)][*/+%^]\s)(?<![\d)]\s[*/+%^]\s)"
+                             r"\b\d+-\d+\b(?!\s*[*/+%^]\s*[\d(])")
 _BINARY = re.compile(r"[\d)]\s*(?:\*\*|[+\-*/%])\s*[\d(]")
 
 
@@ -68,21 +71,28 @@ def operators(text: str) -> str:
     return text
 
 
-def stated_expression(text: str) -> str | None:
-    """The first arithmetic expression the text states (two numbers or more joined by operators, in symbols or in
-    words), else None. Dates, clock times, ranges ("10-12") and ids ("4189/95") are not expressions."""
+def expression_spans(text: str) -> list[str]:
+    """Each arithmetic expression the text states (two numbers or more joined by operators, in symbols or in words),
+    in order. Dates, clock times, ranges ("10-12") and ids ("4189/95") are not expressions.
+
+    >>> expression_spans("add 2 + 3, then 4 times 5 on 2024-05-01"), expression_spans("(45*67+23)/89-34 or 10-12")
+    (['2 + 3', '4 * 5'], ['(45*67+23)/89-34'])
+    """
     cleaned = _NOT_ARITHMETIC.sub(" ", text or "")
-    for span in EXPRESSION_SPAN.findall(operators(cleaned)):
-        if _BINARY.search(span) and span.count("(") == span.count(")"):
-            return " ".join(span.split())
-    return None
+    return [" ".join(span.split()) for span in EXPRESSION_SPAN.findall(operators(cleaned))
+            if _BINARY.search(span) and span.count("(") == span.count(")")]
+
+
+def stated_expression(text: str) -> str | None:
+    """The first expression the text states (`expression_spans`), else None."""
+    return next(iter(expression_spans(text)), None)
 
 
 def is_expression_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     """A string parameter that takes an arithmetic expression (named expression, formula, equation; not a regular
     expression)."""
     text = str(schema.get("description", "")).lower()
-    named = set(_WORD.findall(_CAMEL.sub(" ", str(name)).lower()))
+    named = set(split_identifier(str(name)).split())
     return schema.get("type") in ("string", None) and "enum" not in schema and bool(EXPRESSION_NAME & named) \
         and "regular expression" not in text and "regex" not in text
 

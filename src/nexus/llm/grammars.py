@@ -268,10 +268,9 @@ def _note_length(request: str) -> int:
     >>> _note_length("Add Tokyo, a city"), _note_length("Note 'the meeting moved to Thursday afternoon at the main office'")
     (40, 60)
     """
-    from nexus.llm.values import QUOTE_SPANS
+    from nexus.llm.values import quoted_spans
 
-    quoted = [next(g for g in groups if g) for groups in QUOTE_SPANS.findall(request or "")]
-    return max([40, *(len(q) + 2 for q in quoted)])
+    return max([40, *(len(q) + 2 for q in quoted_spans(request))])
 
 
 def _cap_lists(schema: dict[str, Any], cap: int, depth: int = 0, text_cap: int | None = None) -> None:

@@ -21,7 +21,7 @@ from datetime import date
 from functools import lru_cache
 from typing import Any, Mapping
 
-from nexus.gate.evidence import EXPRESSION_SPAN, is_expression_parameter, operators as _operators
+from nexus.gate.evidence import expression_spans, is_expression_parameter, operators as _operators
 from nexus.llm.layouts import date_layout, request_dates_in, to_layout
 from nexus.slb.lexical import STOPWORDS
 
@@ -140,16 +140,17 @@ def whole_expression(expression: str, request: str) -> str:
     ('17 / 100 * 350', '17%')
     """
     squeezed = re.sub(r"\s+", "", expression)
-    spans = [span for span in EXPRESSION_SPAN.findall(_operators(request or "")) if re.search(r"[+\-*/%]", span)
-             and span.count("(") == span.count(")")]
+    spans = expression_spans(request)
     for span in spans:
-        if squeezed and squeezed in re.sub(r"\s+", "", span):
-            return " ".join(span.split())
-    own = set(re.findall(r"\d+(?:\.\d+)?", expression))
-    if len(spans) == 1 and own and not re.search(r"[a-z]", expression, re.I) \
-            and own <= set(re.findall(r"\d+(?:\.\d+)?", spans[0])):
-        return " ".join(spans[0].split())
+        if squeezed and squeezed in span.replace(" ", ""):
+            return span
+    own = _DIGITS.findall(expression)
+    if len(spans) == 1 and own and not re.search(r"[a-z]", expression, re.I) and set(own) <= set(_DIGITS.findall(spans[0])):
+        return spans[0]
     return expression
+
+
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
 
 
 def is_zone_parameter(name: str, schema: Mapping[str, Any]) -> bool:
@@ -567,7 +568,7 @@ def named_values(request: str, known: str = "") -> list[str]:
         before = text[:match.start()].rstrip()
         if before and before[-1] not in ".!?:;\"'(`":  # a sentence's first word is capitalised anyway
             found.append(match.group(0))
-    found += [next(g for g in groups if g) for groups in QUOTE_SPANS.findall(text)]
+    found += quoted_spans(text)
     known_words = set(words(known))
     return [v for v in dict.fromkeys(found) if words(v) and not set(words(v)) <= known_words]
 
@@ -783,16 +784,24 @@ def unique_columns(statement: str) -> str:
     match = _CREATE_TABLE.match(statement)
     if not match or "(" in match.group(2):  # typed sizes or constraints with brackets: not split on commas
         return statement
-    seen, kept = set(), []
-    for column in match.group(2).split(","):
-        name = column.split()[0].strip('"`[]').lower() if column.split() else ""
-        if name and name not in seen:
-            seen.add(name)
-            kept.append(column.strip())
-    return f"{match.group(1)}{', '.join(kept)}{match.group(3)}" if len(kept) < len(match.group(2).split(",")) else statement
+    columns = match.group(2).split(",")
+    kept: dict[str, str] = {}
+    for column in columns:
+        if column.split() and (name := column.split()[0].strip('"`[]').lower()):
+            kept.setdefault(name, column.strip())
+    return f"{match.group(1)}{', '.join(kept.values())}{match.group(3)}" if len(kept) < len(columns) else statement
 
 
 QUOTE_SPANS = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'(.+?)'(?!\w)")
+
+
+def quoted_spans(request: str) -> list[str]:
+    """What the request quotes, in order, without the quotes.
+
+    >>> quoted_spans("Write 'hello world' to `a.txt`")
+    ['hello world', 'a.txt']
+    """
+    return [next(g for g in groups if g) for groups in QUOTE_SPANS.findall(request or "")]
 
 
 def whole_quote(value: str, request: str) -> str:
@@ -804,8 +813,7 @@ def whole_quote(value: str, request: str) -> str:
     >>> whole_quote("Hello world", "Write 'hello world' to hello.txt")
     'hello world'
     """
-    for groups in QUOTE_SPANS.findall(request or ""):
-        span = next(g for g in groups if g)
+    for span in quoted_spans(request):
         if value != span and value.lower() == span.lower():  # quoted text is meant verbatim: "Hello world" for 'hello world'
             return span
         if len(value) < len(span) and span.startswith(value) and not span[len(value)].isalnum() \
@@ -884,13 +892,12 @@ def _stated_notes(value: Any, schema: Mapping[str, Any], request: str) -> Any:
     notes = {n for n, sub in items["properties"].items() if isinstance(sub, Mapping) and sub.get("type") == "array"
              and isinstance(sub.get("items"), Mapping) and sub["items"].get("type") == "string"
              and "enum" not in sub["items"] and not sub.get("minItems")}
-    out = []
-    for entry in value:
-        if isinstance(entry, dict):
-            entry = {k: [x for x in v if not isinstance(x, str) or stated(k, x, request)] if k in notes and isinstance(v, list) else v
-                     for k, v in entry.items()}
-        out.append(entry)
-    return out
+    def kept(key: str, items: Any) -> Any:
+        if key not in notes or not isinstance(items, list):
+            return items
+        return [x for x in items if not isinstance(x, str) or stated(key, x, request)]
+
+    return [{k: kept(k, v) for k, v in entry.items()} if isinstance(entry, dict) else entry for entry in value]
 
 
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,

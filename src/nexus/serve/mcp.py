@@ -28,8 +28,6 @@ from nexus.nexus import Nexus, Overrides
 
 log = logging.getLogger(__name__)
 
-# MCP's tool annotations and their types: what the gateway passes on of an upstream tool's hints
-HINTS = {"title": str, "readOnlyHint": bool, "destructiveHint": bool, "idempotentHint": bool, "openWorldHint": bool}
 FIND_TOOLS = {
     "name": "find_tools",
     "description": "Find the tools for a request among every connected MCP server. Returns the routing decision "
@@ -50,6 +48,21 @@ CALL_TOOL = {
         "required": ["name"], "additionalProperties": False},
 }
 MAX_FIND = 50
+
+
+def _hints(tool: Any) -> Any:
+    """The upstream server's hints as MCP defines them (the SDK's `ToolAnnotations` drops other keys), passed on so a
+    client can decide on them too; None for a tool without any, or with ones of the wrong type (logged)."""
+    import mcp_types as types
+    from pydantic import ValidationError
+
+    if not tool.annotations:
+        return None
+    try:
+        return types.ToolAnnotations.model_validate(dict(tool.annotations))
+    except ValidationError as exc:
+        log.warning("tool %s: annotations not passed on (%s)", tool.name, str(exc).splitlines()[0])
+        return None
 
 
 class Gateway:
@@ -159,11 +172,8 @@ class Gateway:
         for key in self.surface:
             if key in registry:
                 tool = registry.get(key)
-                # the upstream server's hints go along (a client decides on them too), the ones MCP defines only
-                hints = {k: v for k, v in tool.annotations.items() if k in HINTS and isinstance(v, HINTS[k])}
-                tools.append(types.Tool.model_validate({"name": key, "description": tool.description,
-                                                        "inputSchema": dict(tool.input_schema),
-                                                        **({"annotations": hints} if hints else {})}))
+                tools.append(types.Tool(name=key, description=tool.description, input_schema=dict(tool.input_schema),
+                                        annotations=_hints(tool)))
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: Any, params: Any) -> Any:
