@@ -30,6 +30,7 @@ EXPR = {"type": "object", "properties": {"expression": {"type": "string"}}, "req
     ("What is the sum of 2 and 3?", "2 + 3"),
     ("What's the difference between 9 and 4?", "9 - 4"),
     ("What is 2^3?", "2 ** 3"),
+    ("Calculate (45*67+23)/89-34", "(45*67+23)/89-34"),  # a hyphen beside an operator subtracts
 ])
 def test_an_expression_in_symbols_or_words_is_stated(text, expected):
     assert stated_expression(text) == expected

@@ -231,6 +231,8 @@ def test_a_piece_of_the_requests_expression_becomes_the_whole_expression():
         assert normalise_arguments({"expression": value}, calc, request) == {"expression": whole}
     note = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
     assert normalise_arguments({"text": "2 + 3"}, note, "Note (2 + 3) * 4") == {"text": "2 + 3"}  # only expressions
+    # a date is no expression to complete: "3" had become "2023-03-17"
+    assert normalise_arguments({"expression": "3"}, calc, "On 2023-03-17, what is 3?") == {"expression": "3"}
 
 
 def test_a_create_table_statement_keeps_each_column_once():
