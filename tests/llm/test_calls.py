@@ -261,8 +261,8 @@ def test_a_shortlisted_tool_that_would_invent_a_time_is_weighted_down(turn, weig
     assert sum(prior.values()) == pytest.approx(1.0)
     if weighted:  # convert_time needs a clock time the request does not state: 0.9 * 0.1 against 0.1
         assert prior["convert_time"] == pytest.approx(0.09 / 0.19) and prior["get_current_time"] > prior["convert_time"]
-    else:  # both tools can be filled from the request: the gate's prior as it is
-        assert prior["convert_time"] == pytest.approx(0.9)
+    else:  # convert_time can be filled from the request; get_current_time has no room for 3pm nor a second zone
+        assert prior["convert_time"] == pytest.approx(0.9 / 0.91)
 
 
 def test_a_candidate_the_gate_scored_far_below_keeps_almost_no_share_of_the_prior(registry):
@@ -348,6 +348,22 @@ def test_a_question_weighs_down_a_tool_its_server_marks_as_changing_something(tu
     assert _shortlist_prior(plain, turn, "git_commit", "git_status")["git_commit"] == pytest.approx(0.9)
 
 
+@pytest.mark.parametrize("turn, weighted", [("If it is 14:30 in Berlin, what time is it in New York?", True),
+                                            ("When it's 6pm in Sydney, what time is it in Los Angeles?", True),
+                                            ("What time is it in Berlin right now?", False)])
+def test_a_tool_with_no_place_for_a_stated_time_is_weighted_down_when_a_listed_one_takes_it(turn, weighted):
+    """get_current_time(Berlin) had answered "If it is 14:30 in Berlin, what time is it in New York?", dropping 14:30."""
+    prior = _shortlist_prior([NOW, CONVERT], turn, "get_current_time", "convert_time")
+    if weighted:
+        assert prior["get_current_time"] == pytest.approx(0.09 / 0.19) and prior["convert_time"] > prior["get_current_time"]
+    else:  # no time written: it is convert_time that would invent one (`unstated_required`)
+        assert prior["get_current_time"] == pytest.approx(0.9 / 0.91)
+    no_time = Tool("world_clock", "Current local time in a time zone.", {"type": "object", "properties": {
+        "zone": {"type": "string", "description": "IANA zone"}}, "required": ["zone"]}, "s")
+    # no listed tool takes a time: nothing to prefer
+    assert _shortlist_prior([NOW, no_time], turn, "get_current_time", "world_clock")["get_current_time"] == pytest.approx(0.9)
+
+
 def _shortlist_prior(tools, turn, first, second, arguments="{}"):
     """The name-choice prior the model got for a SHORTLIST of `first`, `second` (the gate's order) over `tools`."""
     reg = Registry()
@@ -385,3 +401,20 @@ def test_a_follow_up_is_offered_the_values_of_the_request_it_leans_on():
     # the earlier request's clock time, which the turn does not state, and its source zone: the turn moves the target
     assert all(value in grammar for value in ("Australia/Sydney", "Europe/Paris", "10:00")) and "America/New_York" not in grammar
     assert "10:00" not in arguments_gbnf(CONVERT.input_schema, "What about to Sydney?")
+
+
+def test_an_optional_value_that_only_repeats_the_tool_name_is_left_out():
+    """git_create_branch(branch_name="feature-login", base_branch="git_create_branch") was refused by the git server:
+    the request states neither the name as a value nor a base branch, though it says "create" and "branch"."""
+    create = Tool("git_create_branch", "Creates a new branch from an optional base branch", {"type": "object", "properties": {
+        "repo_path": {"type": "string"}, "branch_name": {"type": "string"}, "base_branch": {"type": "string"}},
+        "required": ["repo_path", "branch_name"]}, "s")
+    reg = Registry()
+    reg.set_source("s", [create])
+    wrote = '{"repo_path": "/srv/repo", "branch_name": "feature-login", "base_branch": "git_create_branch"}'
+    caller = ToolCaller(ScriptedBackend(arguments=[wrote]), reg)
+    call = caller.call("Create a new branch named feature-login in /srv/repo.", decision(Action.ROUTE, "git_create_branch"))
+    assert call.valid and call.arguments == {"repo_path": "/srv/repo", "branch_name": "feature-login"}
+    said = ToolCaller(ScriptedBackend(arguments=[wrote]), reg).call(
+        "Create a branch feature-login in /srv/repo from the branch git_create_branch.", decision(Action.ROUTE, "git_create_branch"))
+    assert said.arguments["base_branch"] == "git_create_branch"  # written by the user: kept

@@ -6,7 +6,7 @@ import logging
 
 import typer
 
-from nexus.cli import args, bench, bench_serve, data, demo, gate, kv, latency, registry, serve, servers, slb
+from nexus.cli import args, bench, bench_demo, bench_serve, data, demo, gate, kv, latency, registry, serve, servers, slb
 
 app = typer.Typer(help="Nexus: fast tool routing for agentic LLMs with large MCP registries.", no_args_is_help=True)
 app.add_typer(data.app, name="data")
@@ -16,6 +16,7 @@ kv.register(bench.app)
 app.add_typer(kv.app, name="kv")
 bench_serve.register(bench.app)
 args.register(bench.app)
+bench_demo.register(bench.app)
 app.command("demo")(demo.demo)
 app.add_typer(servers.app, name="servers")
 app.add_typer(gate.app, name="gate")

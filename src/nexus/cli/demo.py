@@ -106,6 +106,47 @@ def write_rows(turns: Sequence["DemoTurn"], out: Path) -> None:
         out.write_text(lines, encoding="utf-8")
 
 
+def run_requests(settings: Any, workspace: Path, requests: Sequence[str], step: StepProgress, *, scale: bool = False,
+                 gate_model: Path | None = None, train_gate: bool = True,
+                 gate_budget: float = 540.0) -> tuple[list["DemoTurn"], int, dict[str, str], str]:
+    """Start the demo servers on a prepared `workspace`, route `requests` (the demo's own when empty) through the facade
+    and call each chosen tool: (turns, tools in the registry, servers that did not start, the LLM's id). Raises
+    NexusError."""
+    import anyio
+
+    from nexus.demo import DEMO_REQUESTS, demo_gate, demo_servers_config, pinned_arguments, run_demo, scale_registry_tools
+    from nexus.nexus import Nexus
+    from nexus.registry.servers import parse_servers_config
+
+    servers = parse_servers_config(demo_servers_config(settings.servers_dir, workspace), str(settings.servers_dir))
+    fill = {"repo": str(workspace / "repo"), "workspace": str(workspace)}
+    requests = list(requests) or [text.format(**fill) for need, text in DEMO_REQUESTS if not need or need in servers]
+    step("loading the LLM and the embedder")
+    nexus = Nexus.from_settings(settings, index_path=settings.cache_dir / "demo" / "slb.idx",
+                                gate_factory=lambda slb, reg: demo_gate(slb, reg, settings, gate_model, train_gate,
+                                                                        gate_budget, step))
+    backend = nexus.backend
+    try:
+        def extra(live_names: set[str]) -> list:
+            return scale_registry_tools(settings.data_dir, live_names) if scale and settings.data_dir.exists() else []
+
+        turns, n_tools, failed = anyio.run(lambda: run_demo(nexus, servers, requests, extra_sources=extra, step=step,
+                                                            pins=pinned_arguments(workspace)))
+        return turns, n_tools, failed, backend.model_id
+    finally:
+        backend.close()
+
+
+def quiet_libraries() -> None:
+    """The demo's libraries at the log levels a user wants (and torch on the threads the gate is measured with)."""
+    from nexus.cli.latency import quiet_threads
+
+    quiet_threads()
+    import bm25s  # noqa: F401 - imported first: it sets its own logger to DEBUG on import
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # else every index build is logged
+
+
 def demo(
     workspace: Optional[Path] = typer.Option(None, help="folder the demo servers work in (default: CACHE_DIR/workspace)"),
     reset: bool = typer.Option(False, "--reset", help="start from the seeded data (a notes table, a knowledge graph with "
@@ -122,20 +163,10 @@ def demo(
                                             "(request, decision, p, tool, arguments, result, error; '-': stdout)"),
 ) -> None:
     """Route natural requests over real MCP servers with the packaged models, call the tools, show the figures."""
-    import anyio
-
-    from nexus.cli.latency import quiet_threads
-
-    quiet_threads()
-    import bm25s  # noqa: F401 - imported first: it sets its own logger to DEBUG on import
-
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # else every index build is logged
+    quiet_libraries()
     from nexus.config import Settings
-    from nexus.demo import (DEMO_REQUESTS, demo_gate, demo_servers_config, pinned_arguments, prepare_workspace, run_demo,
-                            scale_registry_tools)
+    from nexus.demo import prepare_workspace
     from nexus.errors import NexusError
-    from nexus.nexus import Nexus
-    from nexus.registry.servers import parse_servers_config
 
     settings = Settings()
     out, err = Console(width=None if sys.stdout.isatty() else 180), Console(stderr=True)
@@ -146,25 +177,14 @@ def demo(
     own = (settings.cache_dir / "workspace").resolve()
     try:
         workspace = prepare_workspace(workspace or own, reset=reset, owned=(workspace or own).resolve() == own)
-        servers = parse_servers_config(demo_servers_config(settings.servers_dir, workspace), str(settings.servers_dir))
     except (NexusError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    fill = {"repo": str(workspace / "repo"), "workspace": str(workspace)}
-    requests = list(request) or [text.format(**fill) for need, text in DEMO_REQUESTS if not need or need in servers]
     with StepProgress(err) as step:
-        step("loading the LLM and the embedder")
         try:
-            nexus = Nexus.from_settings(settings, index_path=settings.cache_dir / "demo" / "slb.idx",
-                                        gate_factory=lambda slb, reg: demo_gate(slb, reg, settings, gate_model, train_gate,
-                                                                                gate_budget, step))
-            backend = nexus.backend
-
-            def extra(live_names: set[str]) -> list:
-                return scale_registry_tools(settings.data_dir, live_names) if scale and settings.data_dir.exists() else []
-
-            turns, n_tools, failed = anyio.run(lambda: run_demo(nexus, servers, requests, extra_sources=extra, step=step,
-                                                                          pins=pinned_arguments(workspace)))
+            turns, n_tools, failed, model_id = run_requests(settings, workspace, request, step, scale=scale,
+                                                            gate_model=gate_model, train_gate=train_gate,
+                                                            gate_budget=gate_budget)
         except NexusError as exc:
             err.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(1) from None
@@ -173,11 +193,10 @@ def demo(
     if json_out is not None:
         write_rows(turns, json_out)
     if str(json_out) != "-":
-        out.print(render(turns, n_tools, backend.model_id))
+        out.print(render(turns, n_tools, model_id))
     ttfats = sorted(t.routed.timings.ttfat_ms for t in turns if t.routed.timings.ttfat_ms is not None)
     saved = [t.routed.tokens_saved for t in turns if t.routed.call.tool]
     if ttfats and str(json_out) != "-":
         out.print(f"TTFAT median {ttfats[len(ttfats) // 2]:.0f} ms; main-context tokens saved per tool turn "
                   f"(vs every full schema, {turns[0].routed.full_context_tokens:,} tokens): median {sorted(saved)[len(saved) // 2]:,}"
                   if saved else "")
-    backend.close()

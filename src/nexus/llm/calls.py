@@ -32,7 +32,8 @@ from nexus.gate.decision import Action, Decision
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.llm.values import asks_to_read, named_values, normalise_arguments, takes_path, unstated_required
+from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
+                               unstated_required)
 from nexus.paths import written_paths
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
@@ -147,7 +148,7 @@ class ToolCaller:
         if not isinstance(value, dict):
             return None, "the arguments must be a JSON object"
         if request is not None and self.normalise:
-            value = normalise_arguments(value, self.registry.get(key).input_schema, request)
+            value = normalise_arguments(value, self.registry.get(key).input_schema, request, tool_name=key)
         try:
             return value, first_argument_error(self._validator(key), value)
         except NexusError as exc:  # a `$ref` that does not resolve within the schema: no call can be valid
@@ -241,7 +242,9 @@ class ToolCaller:
         names something for the tool to work on ("… notes about Alice", `named_values`) and the tool takes no
         parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
         A question, or an order to show something, also down-weights each tool its server marks as changing something
-        (MCP `readOnlyHint: false`) when a read-only one is listed beside it.
+        (MCP `readOnlyHint: false`) when a read-only one is listed beside it; and a tool with room for fewer of the
+        clock times, dates or (from two) time zones the request writes than another listed tool has is weighted down
+        too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?").
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
@@ -259,6 +262,11 @@ class ToolCaller:
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema))
                     or (named and not schema.get("properties")) or (reads and tool.read_only is False)
                     for tool, schema in zip(tools, schemas)]
+        # the request writes more clock times, dates or zones than this tool has room for, and a listed tool has more:
+        # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the rest
+        for kind, n in stated_kinds(turn).items():
+            room = [min(room_for(schema, kind), n) for schema in schemas]
+            unstated = [u or r < max(room) for u, r in zip(unstated, room)]
         if all(unstated) or not any(unstated):
             return prior
         weighted = [p * (UNSTATED_PRIOR if u else 1.0) for p, u in zip(prior, unstated)]

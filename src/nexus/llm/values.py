@@ -548,6 +548,33 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
     return out
 
 
+def stated_kinds(request: str) -> dict[str, int]:
+    """How many values of each kind the request writes that a tool may or may not have room for: clock times and
+    written dates (counted from one), time zones (counted from two: one place is also what most requests about a
+    city name, which many tools without a zone parameter serve).
+
+    >>> stated_kinds("If it is 14:30 in Berlin, what time is it in New York?"), stated_kinds("time in Rome?")
+    ({'time': 1, 'zone': 2}, {})
+    """
+    zones = len(set(request_zones(request)))
+    kinds = {"time": len(request_times(request)), "date": len(request_dates(request)) or int(bool(NUMERIC_DATE.search(request or ""))),
+             "zone": zones if zones >= 2 else 0}
+    return {kind: n for kind, n in kinds.items() if n}
+
+
+def room_for(schema: Mapping[str, Any], kind: str) -> int:
+    """How many parameters a tool has for values of `kind` (`value_kind`; a date in a spelt-out layout is a date).
+
+    >>> room_for({"properties": {"time": {"type": "string", "description": "Time in 24-hour format (HH:MM)"}}}, "time")
+    1
+    >>> room_for({"properties": {"source_timezone": {"type": "string"}, "target_timezone": {"type": "string"}}}, "zone")
+    2
+    """
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    kinds = {"date", "layout"} if kind == "date" else {kind}
+    return sum(isinstance(sub, Mapping) and value_kind(name, sub) in kinds for name, sub in props.items())
+
+
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
 
 
@@ -900,10 +927,26 @@ def _stated_notes(value: Any, schema: Mapping[str, Any], request: str) -> Any:
     return [{k: kept(k, v) for k, v in entry.items()} if isinstance(entry, dict) else entry for entry in value]
 
 
+def names_the_tool(value: Any, tool_name: str, request: str) -> bool:
+    """Whether a value is the called tool's own name, which the request does not write: the model copying the name it
+    just wrote (`git_create_branch(branch_name="feature-login", base_branch="git_create_branch")`, which the server
+    refused). Its words may all be the request's ("create", "branch"), so `stated` alone lets it through.
+
+    >>> names_the_tool("git_create_branch", "git_create_branch", "Create a new branch named feature-login.")
+    True
+    >>> names_the_tool("git_create_branch", "git_create_branch", "Explain what git_create_branch does")
+    False
+    """
+    if not tool_name or not isinstance(value, str):
+        return False
+    return value.strip().lower() == tool_name.lower() and tool_name.lower() not in (request or "").lower()
+
+
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
-                        drop_unstated: bool = True) -> dict[str, Any]:
+                        drop_unstated: bool = True, tool_name: str = "") -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
-    not state (`stated`) are left out, so the tool's own defaults apply."""
+    not state (`stated`), or that only repeat `tool_name` (`names_the_tool`), are left out, so the tool's own
+    defaults apply."""
     props = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     out = {}
@@ -915,7 +958,8 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
             value = to_layout(value, layout, request)
         elif isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
             value = whole_word(whole_quote(trimmed(value, request), request), request)
-        if drop_unstated and name not in required and not stated(name, value, request, sub):
+        if drop_unstated and name not in required and (not stated(name, value, request, sub)
+                                                        or names_the_tool(value, tool_name, request)):
             continue
         out[name] = _stated_notes(value, sub, request) if drop_unstated else value
     if drop_unstated:  # a value the request states once belongs to one parameter: the required one keeps it
