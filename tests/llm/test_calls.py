@@ -418,3 +418,15 @@ def test_an_optional_value_that_only_repeats_the_tool_name_is_left_out():
     said = ToolCaller(ScriptedBackend(arguments=[wrote]), reg).call(
         "Create a branch feature-login in /srv/repo from the branch git_create_branch.", decision(Action.ROUTE, "git_create_branch"))
     assert said.arguments["base_branch"] == "git_create_branch"  # written by the user: kept
+
+
+def test_a_stated_date_weighs_down_no_tool_that_lacks_a_date_parameter():
+    """A request often states dates its tool does not take; a scheduling distractor that takes one must not win by it
+    (T's "check in on 05/10/2023 … find available houses" had gone from Hotels_2_SearchHouse to Homes_2_ScheduleVisit)."""
+    search = Tool("search_house", "Search for available houses at a location.", {"type": "object", "properties": {
+        "where_to": {"type": "string"}, "number_of_adults": {"type": "integer"}}, "required": ["where_to"]}, "s")
+    visit = Tool("schedule_visit", "Schedule a visit to a property on a given date.", {"type": "object", "properties": {
+        "property_name": {"type": "string"}, "visit_date": {"type": "string", "format": "date"}},
+        "required": ["property_name", "visit_date"]}, "s")
+    turn = "Book a house in New York for 4 adults, checking in on 05/10/2023. Find available options."
+    assert _shortlist_prior([search, visit], turn, "search_house", "schedule_visit")["search_house"] == pytest.approx(0.9)

@@ -243,7 +243,7 @@ class ToolCaller:
         parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
         A question, or an order to show something, also down-weights each tool its server marks as changing something
         (MCP `readOnlyHint: false`) when a read-only one is listed beside it; and a tool with room for fewer of the
-        clock times, dates or (from two) time zones the request writes than another listed tool has is weighted down
+        clock times or (from two) time zones the request writes than another listed tool has is weighted down
         too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?").
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
@@ -262,7 +262,7 @@ class ToolCaller:
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema))
                     or (named and not schema.get("properties")) or (reads and tool.read_only is False)
                     for tool, schema in zip(tools, schemas)]
-        # the request writes more clock times, dates or zones than this tool has room for, and a listed tool has more:
+        # the request writes more clock times or zones than this tool has room for, and a listed tool has more:
         # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the rest
         for kind, n in stated_kinds(turn).items():
             room = [min(room_for(schema, kind), n) for schema in schemas]

@@ -549,21 +549,21 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
 
 
 def stated_kinds(request: str) -> dict[str, int]:
-    """How many values of each kind the request writes that a tool may or may not have room for: clock times and
-    written dates (counted from one), time zones (counted from two: one place is also what most requests about a
-    city name, which many tools without a zone parameter serve).
+    """How many values of each kind the request writes that a tool may or may not have room for: clock times (counted
+    from one) and time zones (from two: one place is also what most requests about a city name, which many tools
+    without a zone parameter serve). Dates are left out: a request often states dates the right tool does not take
+    ("check in on 05/10/2023" for a house search), while a distractor that schedules something does.
 
     >>> stated_kinds("If it is 14:30 in Berlin, what time is it in New York?"), stated_kinds("time in Rome?")
     ({'time': 1, 'zone': 2}, {})
     """
     zones = len(set(request_zones(request)))
-    kinds = {"time": len(request_times(request)), "date": len(request_dates(request)) or int(bool(NUMERIC_DATE.search(request or ""))),
-             "zone": zones if zones >= 2 else 0}
+    kinds = {"time": len(request_times(request)), "zone": zones if zones >= 2 else 0}
     return {kind: n for kind, n in kinds.items() if n}
 
 
 def room_for(schema: Mapping[str, Any], kind: str) -> int:
-    """How many parameters a tool has for values of `kind` (`value_kind`; a date in a spelt-out layout is a date).
+    """How many parameters a tool has for values of `kind` (`value_kind`).
 
     >>> room_for({"properties": {"time": {"type": "string", "description": "Time in 24-hour format (HH:MM)"}}}, "time")
     1
@@ -571,8 +571,7 @@ def room_for(schema: Mapping[str, Any], kind: str) -> int:
     2
     """
     props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    kinds = {"date", "layout"} if kind == "date" else {kind}
-    return sum(isinstance(sub, Mapping) and value_kind(name, sub) in kinds for name, sub in props.items())
+    return sum(isinstance(sub, Mapping) and value_kind(name, sub) == kind for name, sub in props.items())
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
