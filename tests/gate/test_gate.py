@@ -90,6 +90,8 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Hi, how's it going?", False), ("How is it going?", False), ("That's perfect, thank you!", False),
     ("That's great.", False), ("That is helpful, thanks", False), ("That's perfect, and in Celsius?", True),
     ("That one?", True),
+    ("Is it daytime in Honolulu at the moment?", False), ("Is it late at night in Auckland right now?", False),
+    ("Is it raining in Paris?", False), ("Is it open in the morning?", True), ("Is it correct?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

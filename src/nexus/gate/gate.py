@@ -43,9 +43,10 @@ log = logging.getLogger(__name__)
 # A follow-up leans on the previous turn: it opens with a continuation, refers back, or is very short.
 _CONTINUATION = re.compile(
     r"^\s*((thanks?|thank you|ok(ay)?)\W+){0,2}(and|also|or|but|then|what about|how about|same|instead|now|plus|as well|ok(ay)?,? (and|now|what))\b", re.I)
-# "What time is it?", and "Hi, how's it going?": an "it" that points at nothing said before
-_DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b|^(\W*(?:\w+\W+)?how(?:'s|\s+is))\s+it\s+going\b",
-                       re.I)
+# "What time is it?", "Hi, how's it going?" and "Is it daytime in Honolulu?" (an "it" of weather or time before the
+# place it is about): an "it" that points at nothing said before
+_DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b|^(\W*(?:\w+\W+)?how(?:'s|\s+is))\s+it\s+going\b"
+                       r"|^(\s*(?:is|was|will)\b)\s+it\b(?=(?:\s+[\w'-]+){0,4}?\s+(?:in|at)\s+(?-i:[A-Z]))", re.I)
 # "Is there anything to commit?", "There are two files": an existential "there" points at nothing said before (it had
 # made the first a follow-up of "Show me the 4 most recent commits", whose count it then passed to git_log)
 _EXISTENTIAL = re.compile(r"\b(?:(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+there|there\s*(?:is|are|was|were|'s|'re))\b", re.I)
@@ -76,7 +77,7 @@ def is_follow_up(turn: str) -> bool:
     if _CLOSERS.match(turn) or _GREETING.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     words = turn.split()
-    own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2), turn))
+    own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2) or m.group(3), turn))
     own = _EXISTENTIAL.sub(" ", own)
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table)
