@@ -1,4 +1,4 @@
-"""The arithmetic evidence that overrules a NO_TOOL: what counts as a stated expression, which tools take one, and
+"""The evidence that overrules a NO_TOOL (an arithmetic expression, a SQL statement written out): what counts as stated, which tools take it, and
 the gate turning NO_TOOL into a SHORTLIST led by such a tool only when both hold."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from nexus.gate import Action, BoundaryGate, GateModel
 from nexus.gate.cross_encoder import FakePairScorer
-from nexus.gate.evidence import stated_expression, takes_only_expression
+from nexus.gate.evidence import runs_sql, stated_expression, stated_sql, takes_only_expression, takes_only_sql
 from nexus.gate.probabilities import GateCalibration, Thresholds
 from nexus.registry import Registry, Tool
 from nexus.slb import HashEmbedder, SemanticLookasideBuffer
@@ -87,3 +87,46 @@ def test_without_such_a_tool_an_expression_changes_nothing():
     solver = Tool("solve", "Solve an equation for a variable", {"type": "object", "properties": {
         "equation": {"type": "string"}, "variable": {"type": "string"}}, "required": ["equation", "variable"]}, "t")
     assert _gate([*OTHERS, solver]).decide("What is 12.5 * 8 + 3?").action is Action.NO_TOOL
+
+
+def _sql_tool(name, description, query_doc):
+    return Tool(name, description, {"type": "object", "properties": {"query": {"type": "string", "description": query_doc}},
+                                    "required": ["query"]}, "t")
+
+
+# the sqlite MCP server's three statement tools, as it describes them
+READ = _sql_tool("read_query", "Execute a SELECT query on the SQLite database", "SELECT SQL query to execute")
+WRITE = _sql_tool("write_query", "Execute an INSERT, UPDATE, or DELETE query on the SQLite database", "SQL query to execute")
+CREATE = _sql_tool("create_table", "Create a new table in the SQLite database", "CREATE TABLE SQL statement")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Execute the query SELECT title FROM notes.", "read"), ("Run this SQL: DELETE FROM notes WHERE id = 3.", "write"),
+    ("INSERT INTO notes (title) VALUES ('x')", "write"), ("UPDATE notes SET title = 'y'", "write"),
+    ("CREATE TABLE tasks (title TEXT)", "schema"),
+    ("Select all rows from the notes table.", None), ("Delete the notes from my graph", None), ("Thanks!", None),
+])
+def test_a_sql_statement_written_out_is_read_with_its_kind(text, kind):
+    assert stated_sql(text) == kind
+
+
+def test_a_tool_runs_the_sql_its_description_names():
+    assert [runs_sql(t.description, t.input_schema, "read") for t in (READ, WRITE, CREATE)] == [True, False, False]
+    assert [runs_sql(t.description, t.input_schema, "write") for t in (READ, WRITE, CREATE)] == [False, True, False]
+    assert [runs_sql(t.description, t.input_schema, "schema") for t in (READ, WRITE, CREATE)] == [False, False, True]
+    plain = _sql_tool("run_sql", "Run a statement on the database", "The SQL to run")  # names no statement: any
+    assert runs_sql(plain.description, plain.input_schema, "write")
+    # a SQL tool that also needs a table name, or a search "query" that is no SQL, takes more or other than a statement
+    mixed = Tool("sql_execute", "Execute SQL", {"type": "object", "properties": {"sql": {"type": "string"},
+                 "table": {"type": "string"}}, "required": ["sql", "table"]}, "t")
+    search = _sql_tool("search_nodes", "Search for nodes in the knowledge graph", "The search query")
+    assert not runs_sql(mixed.description, mixed.input_schema, "read") and not takes_only_sql(search.input_schema)
+
+
+def test_a_written_sql_statement_overrules_no_tool_for_the_tool_that_runs_its_kind():
+    gate = _gate([*OTHERS, READ, WRITE, CREATE])
+    d = gate.decide("Execute the query SELECT title FROM notes.")
+    assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_query"
+    assert gate.decide("Run this SQL: DELETE FROM notes WHERE id = 3.").candidates[0].key == "write_query"
+    assert gate.decide("Select all rows from the notes table, thanks").action is Action.NO_TOOL  # no SQL written
+    assert _gate(OTHERS).decide("Execute the query SELECT title FROM notes.").action is Action.NO_TOOL

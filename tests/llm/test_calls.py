@@ -430,3 +430,19 @@ def test_a_stated_date_weighs_down_no_tool_that_lacks_a_date_parameter():
         "required": ["property_name", "visit_date"]}, "s")
     turn = "Book a house in New York for 4 adults, checking in on 05/10/2023. Find available options."
     assert _shortlist_prior([search, visit], turn, "search_house", "schedule_visit")["search_house"] == pytest.approx(0.9)
+
+
+def test_a_sql_statement_written_out_weighs_down_tools_that_do_not_run_its_kind():
+    """"Run this SQL: DELETE FROM notes WHERE id = 3." had called the knowledge graph's delete_relations."""
+    delete = Tool("delete_relations", "Delete multiple relations from the knowledge graph", {"type": "object", "properties": {
+        "relations": {"type": "array", "items": {"type": "object"}}}, "required": ["relations"]}, "s")
+    write = Tool("write_query", "Execute an INSERT, UPDATE, or DELETE query on the SQLite database", {"type": "object",
+                 "properties": {"query": {"type": "string", "description": "SQL query to execute"}}, "required": ["query"]}, "s")
+    read = Tool("read_query", "Execute a SELECT query on the SQLite database", {"type": "object",
+                "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}}, "required": ["query"]}, "s")
+    prior = _shortlist_prior([delete, write], "Run this SQL: DELETE FROM notes WHERE id = 3.", "delete_relations", "write_query")
+    assert prior["delete_relations"] == pytest.approx(0.09 / 0.19)
+    prior = _shortlist_prior([read, write], "Run this SQL: DELETE FROM notes WHERE id = 3.", "read_query", "write_query")
+    assert prior["read_query"] == pytest.approx(0.09 / 0.19)
+    prior = _shortlist_prior([delete, write], "Delete the relation between Alice and Acme.", "delete_relations", "write_query")
+    assert prior["delete_relations"] == pytest.approx(0.9)  # no SQL written: the gate's prior as it is

@@ -106,3 +106,58 @@ def takes_only_expression(schema: Mapping[str, Any]) -> bool:
     required = [name for name in schema.get("required") or [] if name in props]
     needed = required or list(props)
     return bool(needed) and all(isinstance(props[n], Mapping) and is_expression_parameter(n, props[n]) for n in needed)
+
+
+# a SQL statement written out, keywords in capitals as SQL is written ("Select all rows from …" is a request, not SQL):
+# what kind of statement it is
+_SQL = re.compile(r"\bSELECT\b[^.?!]*?\bFROM\b|\b(INSERT)\s+INTO\b|\b(UPDATE)\s+\w+\s+SET\b|\b(DELETE)\s+FROM\b"
+                  r"|\b(CREATE|DROP|ALTER)\s+TABLE\b")
+SQL_NAME = frozenset(("query", "sql", "statement"))
+
+
+def stated_sql(text: str) -> str | None:
+    """The kind of the first SQL statement the text writes out: "read" (SELECT), "write" (INSERT, UPDATE, DELETE) or
+    "schema" (CREATE / DROP / ALTER TABLE); None when it writes none.
+
+    >>> stated_sql("Execute the query SELECT title FROM notes."), stated_sql("Run this SQL: DELETE FROM notes WHERE id = 3.")
+    ('read', 'write')
+    >>> stated_sql("CREATE TABLE t (a TEXT)"), stated_sql("Select all rows from the notes table."), stated_sql("Hi")
+    ('schema', None, None)
+    """
+    found = _SQL.search(text or "")
+    if found is None:
+        return None
+    if found.group(1) or found.group(2) or found.group(3):
+        return "write"
+    return "schema" if found.group(4) else "read"
+
+
+def is_sql_parameter(name: str, schema: Mapping[str, Any]) -> bool:
+    """A string parameter that takes a SQL statement: named query / sql / statement, its name or description saying SQL."""
+    words = set(split_identifier(str(name)).split())
+    said = f"{name} {schema.get('description', '')}".lower()
+    return schema.get("type") in ("string", None) and "enum" not in schema and bool(SQL_NAME & words) and "sql" in said
+
+
+def takes_only_sql(schema: Mapping[str, Any]) -> bool:
+    """A tool whose required inputs are SQL statements and nothing else (a database server's query tools)."""
+    props = schema.get("properties") or {}
+    if not isinstance(props, Mapping):
+        return False
+    required = [name for name in schema.get("required") or [] if name in props]
+    needed = required or list(props)
+    return bool(needed) and all(isinstance(props[n], Mapping) and is_sql_parameter(n, props[n]) for n in needed)
+
+
+_SQL_KINDS = {"read": ("SELECT",), "write": ("INSERT", "UPDATE", "DELETE"), "schema": ("CREATE", "DROP", "ALTER")}
+
+
+def runs_sql(description: str, schema: Mapping[str, Any], kind: str) -> bool:
+    """Whether a tool that takes only SQL runs statements of `kind`: its description or its parameters' name the
+    statement (in capitals, as SQL is written); one that names no statement at all runs any."""
+    if not takes_only_sql(schema):
+        return False
+    props = schema.get("properties") or {}
+    text = " ".join([description, *(str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping))])
+    named = {k for k, words in _SQL_KINDS.items() if any(re.search(rf"\b{w}\b", text) for w in words)}
+    return kind in named or not named

@@ -30,7 +30,7 @@ import numpy as np
 
 from nexus.gate.cross_encoder import tool_text
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import stated_expression, takes_only_expression
+from nexus.gate.evidence import runs_sql, stated_expression, stated_sql, takes_only_expression
 from nexus.gate.model import GateModel, GateModelError
 from nexus.gate.policy import choose_action
 from nexus.paths import PATHS, path_kind
@@ -215,11 +215,11 @@ class BoundaryGate:
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
         action = choose_action(out.p_top1, out.p_no_tool, second, thresholds, out.p_shortlist)
         keep = list(out.order)
-        if action is Action.NO_TOOL and (asked := self._expression_tools(turn, hits)):
-            # the turn states an arithmetic expression and a candidate takes one and nothing else (`evidence`):
-            # the LLM chooses among the candidates, those first, instead of answering from its own arithmetic
+        if action is Action.NO_TOOL and (asked := self._evidence_tools(turn, hits)):
+            # the turn states an arithmetic expression or writes out a SQL statement, and a candidate takes that and
+            # nothing else (`evidence`): the LLM chooses among the candidates, those first, instead of answering itself
             action, keep = Action.SHORTLIST, [i for i in keep if i in asked] + [i for i in keep if i not in asked]
-            log.info("gate: NO_TOOL (p_no_tool %.3f) overruled: %r states an expression for %s", out.p_no_tool,
+            log.info("gate: NO_TOOL (p_no_tool %.3f) overruled: %r states what %s takes", out.p_no_tool,
                      turn[:60], hits[keep[0]].key)
         if action is Action.SHORTLIST:
             keep = keep[: shortlist_size(out, self.shortlist_k, thresholds.multi, self.shortlist_mass)]
@@ -230,13 +230,16 @@ class BoundaryGate:
         elapsed = (time.perf_counter() - start) * 1000
         return self._logged(turn, text, Decision(action, tuple(ranked), out.p_top1, out.p_no_tool, tuple(scores), elapsed))
 
-    def _expression_tools(self, turn: str, hits: Sequence[Hit]) -> set[int]:
-        """Candidates (indices into `hits`) a stated arithmetic expression is all the input of; empty when the turn
-        states none (`nexus.gate.evidence`)."""
-        if stated_expression(turn) is None:
+    def _evidence_tools(self, turn: str, hits: Sequence[Hit]) -> set[int]:
+        """Candidates (indices into `hits`) whose whole input the turn states (`nexus.gate.evidence`): an arithmetic
+        expression for a calculator, a SQL statement for a tool that runs statements of its kind; empty when the turn
+        states neither."""
+        expression, sql = stated_expression(turn) is not None, stated_sql(turn)
+        if not expression and sql is None:
             return set()
-        return {i for i, hit in enumerate(hits) if hit.key in self.registry
-                and takes_only_expression(self.registry.get(hit.key).input_schema)}
+        tools = {i: self.registry.get(hit.key) for i, hit in enumerate(hits) if hit.key in self.registry}
+        return {i for i, tool in tools.items() if (expression and takes_only_expression(tool.input_schema))
+                or (sql is not None and runs_sql(tool.description, tool.input_schema, sql))}
 
     def _add_request_tops(self, turn: str, text: str, hits: Sequence[Hit], out: TurnProbabilities,
                           ranked: list[Hit], scores: list[float]) -> None:

@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
+from nexus.gate.evidence import runs_sql, stated_sql
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
@@ -244,11 +245,13 @@ class ToolCaller:
         A question, or an order to show something, also down-weights each tool its server marks as changing something
         (MCP `readOnlyHint: false`) when a read-only one is listed beside it; and a tool with room for fewer of the
         clock times or (from two) time zones the request writes than another listed tool has is weighted down
-        too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?").
+        too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
+        no SQL of the kind the turn writes out when a listed one does (`evidence.runs_sql`).
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
+        sql = stated_sql(turn)
         turn = f"{self._context(history)} {turn}".strip()
         path = bool(written_paths(turn))
         tools = [self.registry.get(k) for k in keys]
@@ -267,6 +270,11 @@ class ToolCaller:
         for kind, n in stated_kinds(turn).items():
             room = [min(room_for(schema, kind), n) for schema in schemas]
             unstated = [u or r < max(room) for u, r in zip(unstated, room)]
+        # a SQL statement written out goes to a listed tool that runs statements of its kind ("Run this SQL: DELETE
+        # FROM notes WHERE id = 3." had called the knowledge graph's delete_relations)
+        runs = [runs_sql(tool.description, schema, sql) for tool, schema in zip(tools, schemas)] if sql else []
+        if any(runs):
+            unstated = [u or not r for u, r in zip(unstated, runs)]
         if all(unstated) or not any(unstated):
             return prior
         weighted = [p * (UNSTATED_PRIOR if u else 1.0) for p, u in zip(prior, unstated)]
