@@ -274,3 +274,15 @@ def test_notes_the_request_does_not_state_are_left_out_of_a_list_of_objects():
         "entities": [{"name": "Tokyo", "entityType": "city", "observations": []}]}
     told = {"entities": [{"name": "Marie", "entityType": "person", "observations": ["scientist"]}]}
     assert normalise_arguments(told, schema, "Add Marie, a scientist, to my knowledge graph.") == told
+
+
+def test_a_sql_statement_the_request_writes_out_is_the_value_of_a_sql_parameter():
+    """"Run this SQL: DELETE FROM notes WHERE id = 3." had been sent to write_query as `SELECT * FROM notes WHERE id = 3`."""
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}},
+              "required": ["query"]}
+    out = normalise_arguments({"query": "SELECT * FROM notes WHERE id = 3"}, schema, "Run this SQL: DELETE FROM notes WHERE id = 3.")
+    assert out == {"query": "DELETE FROM notes WHERE id = 3"}
+    # no statement written out, or a search query that is no SQL: the model's value
+    assert normalise_arguments({"query": "SELECT * FROM notes"}, schema, "Show every note") == {"query": "SELECT * FROM notes"}
+    search = {"type": "object", "properties": {"query": {"type": "string", "description": "Words to search for"}}, "required": ["query"]}
+    assert normalise_arguments({"query": "notes"}, search, "Find SELECT a FROM b in my notes") == {"query": "notes"}

@@ -115,6 +115,29 @@ _SQL = re.compile(r"\bSELECT\b[^.?!]*?\bFROM\b|\b(INSERT)\s+INTO\b|\b(UPDATE)\s+
 SQL_NAME = frozenset(("query", "sql", "statement"))
 
 
+# where a written-out statement ends: a semicolon, or a full stop / question mark / exclamation mark before a space or
+# the end (not the point of "3.5" or "notes.id")
+_SQL_END = re.compile(r";|[.?!](?=\s|$)")
+
+
+def sql_statements(text: str) -> list[str]:
+    """Each SQL statement the text writes out (`stated_sql`), from its keyword to where its sentence ends.
+
+    >>> sql_statements("Run this SQL: DELETE FROM notes WHERE id = 3. Then thanks!")
+    ['DELETE FROM notes WHERE id = 3']
+    >>> sql_statements("Execute SELECT a FROM t WHERE p > 3.5; and SELECT b FROM u")
+    ['SELECT a FROM t WHERE p > 3.5', 'SELECT b FROM u']
+    """
+    out, text = [], text or ""
+    for found in _SQL.finditer(text):
+        if out and found.start() < out[-1][1]:
+            continue  # inside the statement before
+        end = _SQL_END.search(text, found.end())
+        stop = end.start() if end else len(text)
+        out.append((text[found.start():stop].strip(), stop))
+    return [statement for statement, _ in out]
+
+
 def stated_sql(text: str) -> str | None:
     """The kind of the first SQL statement the text writes out: "read" (SELECT), "write" (INSERT, UPDATE, DELETE) or
     "schema" (CREATE / DROP / ALTER TABLE); None when it writes none.

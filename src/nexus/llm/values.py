@@ -21,7 +21,8 @@ from datetime import date
 from functools import lru_cache
 from typing import Any, Mapping
 
-from nexus.gate.evidence import expression_spans, is_expression_parameter, operators as _operators
+from nexus.gate.evidence import (expression_spans, is_expression_parameter, is_sql_parameter, operators as _operators,
+                                 sql_statements)
 from nexus.llm.layouts import date_layout, request_dates_in, to_layout
 from nexus.slb.lexical import STOPWORDS
 
@@ -151,6 +152,22 @@ def whole_expression(expression: str, request: str) -> str:
 
 
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def stated_statement(statement: str, request: str) -> str:
+    """The request's own SQL statement when it writes out exactly one (`evidence.sql_statements`) and the model wrote
+    another: "Run this SQL: DELETE FROM notes WHERE id = 3." came out as `SELECT * FROM notes WHERE id = 3`, a
+    different statement; the user's is run as written, or refused by the server as written.
+
+    >>> stated_statement("SELECT * FROM notes WHERE id = 3", "Run this SQL: DELETE FROM notes WHERE id = 3.")
+    'DELETE FROM notes WHERE id = 3'
+    >>> stated_statement("SELECT * FROM notes", "Show every note"), stated_statement("SELECT 1 FROM t;", "Run SELECT 1 FROM t")
+    ('SELECT * FROM notes', 'SELECT 1 FROM t;')
+    """
+    stated = sql_statements(request)
+    if len(stated) != 1 or " ".join(statement.rstrip(" ;").split()) == " ".join(stated[0].split()):
+        return statement
+    return stated[0]
 
 
 def is_zone_parameter(name: str, schema: Mapping[str, Any]) -> bool:
@@ -783,6 +800,8 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
         return to_zone(value) or value
     if is_expression_parameter(name, schema):
         return whole_expression(to_expression(value), request)
+    if is_sql_parameter(name, schema):
+        return stated_statement(value, request)
     fmt = value_format(schema)
     if fmt == "date":
         iso = to_iso_date(value)
