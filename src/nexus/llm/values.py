@@ -801,7 +801,7 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
     if is_expression_parameter(name, schema):
         return whole_expression(to_expression(value), request)
     if is_sql_parameter(name, schema):
-        return stated_statement(value, request)
+        return unique_columns(stated_statement(value, request))
     fmt = value_format(schema)
     if fmt == "date":
         iso = to_iso_date(value)
