@@ -1,5 +1,6 @@
 """Evidence in the turn's words that a candidate tool is asked for, weighed against a NO_TOOL: an arithmetic
-expression stated in a registry where a candidate takes an expression and nothing else.
+expression stated in a registry where a candidate takes an expression and nothing else, or a SQL statement written out
+where a candidate takes only a statement of its kind (`stated_sql`, `runs_sql`; the same reasoning, below).
 
 Why the gate needs it: its cross-encoder learnt maths requests as needing no tool. BFCL's `irrelevance` turns include
 maths questions whose own record had no calculator, and the training data holds about 35 calculator turns in all
@@ -25,7 +26,7 @@ True
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from nexus.signatures.compiler import split_identifier
 
@@ -97,15 +98,20 @@ def is_expression_parameter(name: str, schema: Mapping[str, Any]) -> bool:
         and "regular expression" not in text and "regex" not in text
 
 
-def takes_only_expression(schema: Mapping[str, Any]) -> bool:
-    """A tool whose required inputs are expressions and nothing else (a calculator): stating an expression is all
-    it needs."""
+def _takes_only(schema: Mapping[str, Any], kind: Callable[[str, Mapping[str, Any]], bool]) -> bool:
+    """Whether every required input of a tool (every input, when none is required) is a parameter of `kind`."""
     props = schema.get("properties") or {}
     if not isinstance(props, Mapping):
         return False
     required = [name for name in schema.get("required") or [] if name in props]
     needed = required or list(props)
-    return bool(needed) and all(isinstance(props[n], Mapping) and is_expression_parameter(n, props[n]) for n in needed)
+    return bool(needed) and all(isinstance(props[n], Mapping) and kind(n, props[n]) for n in needed)
+
+
+def takes_only_expression(schema: Mapping[str, Any]) -> bool:
+    """A tool whose required inputs are expressions and nothing else (a calculator): stating an expression is all
+    it needs."""
+    return _takes_only(schema, is_expression_parameter)
 
 
 # a SQL statement written out, keywords in capitals as SQL is written ("Select all rows from …" is a request, not SQL):
@@ -164,12 +170,7 @@ def is_sql_parameter(name: str, schema: Mapping[str, Any]) -> bool:
 
 def takes_only_sql(schema: Mapping[str, Any]) -> bool:
     """A tool whose required inputs are SQL statements and nothing else (a database server's query tools)."""
-    props = schema.get("properties") or {}
-    if not isinstance(props, Mapping):
-        return False
-    required = [name for name in schema.get("required") or [] if name in props]
-    needed = required or list(props)
-    return bool(needed) and all(isinstance(props[n], Mapping) and is_sql_parameter(n, props[n]) for n in needed)
+    return _takes_only(schema, is_sql_parameter)
 
 
 _SQL_KINDS = {"read": ("SELECT",), "write": ("INSERT", "UPDATE", "DELETE"), "schema": ("CREATE", "DROP", "ALTER")}
