@@ -185,6 +185,42 @@ async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str],
         return turns, len(registry), failed
 
 
+def fill_placeholders(request: str, workspace: Path) -> str:
+    """`{workspace}` and `{repo}` in a request written for the demo, filled with its workspace and git repository
+    (replaced, not `str.format`: a user's request may hold other braces)."""
+    return request.replace("{workspace}", str(workspace)).replace("{repo}", str(workspace / "repo"))
+
+
+def run_requests(settings: Any, workspace: Path, requests: Sequence[str], step: Callable[[str], None], *,
+                 scale: bool = False, gate_model: Path | None = None, train_gate: bool = True,
+                 gate_budget: float = 540.0) -> tuple[list[DemoTurn], int, dict[str, str], str]:
+    """Start the demo servers on a prepared `workspace`, route `requests` (the demo's own when empty) through the facade
+    and call each chosen tool: (turns, tools in the registry, servers that did not start, the LLM's id). What `nexus
+    demo` and `nexus bench demo` run. Raises NexusError."""
+    import anyio
+
+    from nexus.nexus import Nexus
+    from nexus.registry.servers import parse_servers_config
+
+    servers = parse_servers_config(demo_servers_config(settings.servers_dir, workspace), str(settings.servers_dir))
+    requests = list(requests) or [fill_placeholders(text, workspace) for need, text in DEMO_REQUESTS
+                                  if not need or need in servers]
+    step("loading the LLM and the embedder")
+    nexus = Nexus.from_settings(settings, index_path=settings.cache_dir / "demo" / "slb.idx",
+                                gate_factory=lambda slb, reg: demo_gate(slb, reg, settings, gate_model, train_gate,
+                                                                        gate_budget, step))
+    backend = nexus.backend
+    try:
+        def extra(live_names: set[str]) -> list:
+            return scale_registry_tools(settings.data_dir, live_names) if scale and settings.data_dir.exists() else []
+
+        turns, n_tools, failed = anyio.run(lambda: run_demo(nexus, servers, requests, extra_sources=extra, step=step,
+                                                            pins=pinned_arguments(workspace)))
+        return turns, n_tools, failed, backend.model_id
+    finally:
+        backend.close()
+
+
 def demo_gate(slb: Any, registry: Any, settings: Any, model_dir: Path | None, train: bool, budget_s: float,
               step: Callable[[str], None], config: Any = None) -> Any:
     """The gate the demo decides with: a trained model when one exists (the given folder, NEXUS_GATE_MODEL, the

@@ -74,7 +74,6 @@ def test_the_committed_request_sets_parse_and_name_only_demo_tools():
 def test_bench_demo_writes_scored_rows_into_its_run_folder(tmp_path, monkeypatch):
     """The command's own wiring, with the servers and models replaced: placeholders filled with the fresh workspace,
     one scored row per request, the result's counts."""
-    import nexus.cli.demo as cli_demo
     import nexus.demo as demo
     from nexus.cli import app
 
@@ -84,7 +83,7 @@ def test_bench_demo_writes_scored_rows_into_its_run_folder(tmp_path, monkeypatch
         seen["requests"] = requests
         return [("calculate", "shortlist"), (None, "no_tool"), ("list_tables", "shortlist")], 44, {}, "fake-llm"
 
-    monkeypatch.setattr(cli_demo, "run_requests", fake_run)
+    monkeypatch.setattr(demo, "run_requests", fake_run)
     monkeypatch.setattr(demo, "turn_row", lambda t: {"tool": t[0], "decision": t[1], "error": None, "total_ms": 5.0,
                                                      "ttfat_ms": None})
     requests = tmp_path / "r.tsv"

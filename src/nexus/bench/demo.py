@@ -64,8 +64,9 @@ def read_requests(path: str | Path) -> list[Expected]:
 
 def fill(expected: Sequence[Expected], workspace: Path) -> list[Expected]:
     """`{workspace}` and `{repo}` filled in (the demo workspace and its git repository)."""
-    return [Expected(e.request.replace("{workspace}", str(workspace)).replace("{repo}", str(workspace / "repo")), e.tools)
-            for e in expected]
+    from nexus.demo import fill_placeholders
+
+    return [Expected(fill_placeholders(e.request, workspace), e.tools) for e in expected]
 
 
 def is_right(row: dict[str, Any], expected: Expected) -> bool:

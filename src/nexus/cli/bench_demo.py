@@ -24,9 +24,9 @@ def bench_demo(
     """Right tool, NO_TOOL where none is needed, and calls the servers accept, over your own everyday requests."""
     from nexus.bench.demo import fill, is_right, read_requests, score
     from nexus.bench.runfolder import new_run_dir, write_jsonl, write_meta
-    from nexus.cli.demo import StepProgress, quiet_libraries, run_requests
+    from nexus.cli.demo import StepProgress, quiet_libraries
     from nexus.config import Settings
-    from nexus.demo import prepare_workspace, turn_row
+    from nexus.demo import prepare_workspace, run_requests, turn_row
     from nexus.errors import NexusError
 
     err = Console(stderr=True)

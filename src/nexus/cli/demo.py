@@ -106,37 +106,6 @@ def write_rows(turns: Sequence["DemoTurn"], out: Path) -> None:
         out.write_text(lines, encoding="utf-8")
 
 
-def run_requests(settings: Any, workspace: Path, requests: Sequence[str], step: StepProgress, *, scale: bool = False,
-                 gate_model: Path | None = None, train_gate: bool = True,
-                 gate_budget: float = 540.0) -> tuple[list["DemoTurn"], int, dict[str, str], str]:
-    """Start the demo servers on a prepared `workspace`, route `requests` (the demo's own when empty) through the facade
-    and call each chosen tool: (turns, tools in the registry, servers that did not start, the LLM's id). Raises
-    NexusError."""
-    import anyio
-
-    from nexus.demo import DEMO_REQUESTS, demo_gate, demo_servers_config, pinned_arguments, run_demo, scale_registry_tools
-    from nexus.nexus import Nexus
-    from nexus.registry.servers import parse_servers_config
-
-    servers = parse_servers_config(demo_servers_config(settings.servers_dir, workspace), str(settings.servers_dir))
-    fill = {"repo": str(workspace / "repo"), "workspace": str(workspace)}
-    requests = list(requests) or [text.format(**fill) for need, text in DEMO_REQUESTS if not need or need in servers]
-    step("loading the LLM and the embedder")
-    nexus = Nexus.from_settings(settings, index_path=settings.cache_dir / "demo" / "slb.idx",
-                                gate_factory=lambda slb, reg: demo_gate(slb, reg, settings, gate_model, train_gate,
-                                                                        gate_budget, step))
-    backend = nexus.backend
-    try:
-        def extra(live_names: set[str]) -> list:
-            return scale_registry_tools(settings.data_dir, live_names) if scale and settings.data_dir.exists() else []
-
-        turns, n_tools, failed = anyio.run(lambda: run_demo(nexus, servers, requests, extra_sources=extra, step=step,
-                                                            pins=pinned_arguments(workspace)))
-        return turns, n_tools, failed, backend.model_id
-    finally:
-        backend.close()
-
-
 def quiet_libraries() -> None:
     """The demo's libraries at the log levels a user wants (and torch on the threads the gate is measured with)."""
     from nexus.cli.latency import quiet_threads
@@ -165,7 +134,7 @@ def demo(
     """Route natural requests over real MCP servers with the packaged models, call the tools, show the figures."""
     quiet_libraries()
     from nexus.config import Settings
-    from nexus.demo import prepare_workspace
+    from nexus.demo import prepare_workspace, run_requests
     from nexus.errors import NexusError
 
     settings = Settings()
