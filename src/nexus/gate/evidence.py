@@ -116,9 +116,11 @@ def takes_only_expression(schema: Mapping[str, Any]) -> bool:
 
 # a SQL statement written out, keywords in capitals as SQL is written ("Select all rows from …" is a request, not SQL):
 # what kind of statement it is
-_SQL = re.compile(r"\bSELECT\b[^.?!]*?\bFROM\b|\b(INSERT)\s+INTO\b|\b(UPDATE)\s+\w+\s+SET\b|\b(DELETE)\s+FROM\b"
-                  r"|\b(CREATE|DROP|ALTER)\s+TABLE\b")
+_SQL = re.compile(r"\bSELECT\b[^.?!]*?\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\w+\s+SET\b|\bDELETE\s+FROM\b"
+                  r"|\b(?:CREATE|DROP|ALTER)\s+TABLE\b")
 SQL_NAME = frozenset(("query", "sql", "statement"))
+# a statement's kind by its first keyword
+_SQL_KINDS = {"read": ("SELECT",), "write": ("INSERT", "UPDATE", "DELETE"), "schema": ("CREATE", "DROP", "ALTER")}
 
 
 # where a written-out statement ends: a semicolon, or a full stop / question mark / exclamation mark before a space or
@@ -156,9 +158,8 @@ def stated_sql(text: str) -> str | None:
     found = _SQL.search(text or "")
     if found is None:
         return None
-    if found.group(1) or found.group(2) or found.group(3):
-        return "write"
-    return "schema" if found.group(4) else "read"
+    keyword = found.group(0).split()[0]
+    return next(kind for kind, keywords in _SQL_KINDS.items() if keyword in keywords)
 
 
 def is_sql_parameter(name: str, schema: Mapping[str, Any]) -> bool:
@@ -171,9 +172,6 @@ def is_sql_parameter(name: str, schema: Mapping[str, Any]) -> bool:
 def takes_only_sql(schema: Mapping[str, Any]) -> bool:
     """A tool whose required inputs are SQL statements and nothing else (a database server's query tools)."""
     return _takes_only(schema, is_sql_parameter)
-
-
-_SQL_KINDS = {"read": ("SELECT",), "write": ("INSERT", "UPDATE", "DELETE"), "schema": ("CREATE", "DROP", "ALTER")}
 
 
 def runs_sql(description: str, schema: Mapping[str, Any], kind: str) -> bool:

@@ -937,10 +937,11 @@ def _stated_notes(value: Any, schema: Mapping[str, Any], request: str) -> Any:
     notes = {n for n, sub in items["properties"].items() if isinstance(sub, Mapping) and sub.get("type") == "array"
              and isinstance(sub.get("items"), Mapping) and sub["items"].get("type") == "string"
              and "enum" not in sub["items"] and not sub.get("minItems")}
-    def kept(key: str, items: Any) -> Any:
-        if key not in notes or not isinstance(items, list):
-            return items
-        return [x for x in items if not isinstance(x, str) or stated(key, x, request)]
+
+    def kept(key: str, field_value: Any) -> Any:
+        if key not in notes or not isinstance(field_value, list):
+            return field_value
+        return [x for x in field_value if not isinstance(x, str) or stated(key, x, request)]
 
     return [{k: kept(k, v) for k, v in entry.items()} if isinstance(entry, dict) else entry for entry in value]
 
