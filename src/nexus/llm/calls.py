@@ -31,6 +31,7 @@ from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
 from nexus.gate.evidence import runs_sql, stated_sql
 from nexus.llm.base import Generation, LLMBackend, Prompt
+from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
@@ -204,7 +205,43 @@ class ToolCaller:
 
     def call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
              fallback_order: Callable[[], Sequence[str]] | None = None) -> ToolCall:
-        """Run the path the decision names; see the module docstring for repair and fallback."""
+        """Run the path the decision names; see the module docstring for repair and fallback. A call that may destroy
+        data and writes a value the request does not state is held back (`destructive.unstated_change`): the model
+        picks once more among the decision's other candidates, and when that call cannot run either, none is made."""
+        result = self._call(turn, decision, history, fallback_order)
+        held = self._held_back(result, turn, history)
+        if held is None:
+            return result
+        log.info("call held back: %s", held)
+        return self._second_pick(turn, decision, history, result, held)
+
+    def _held_back(self, call: ToolCall, turn: str, history: Sequence[Exchange]) -> str | None:
+        if not self.normalise or call.tool is None or not call.valid:
+            return None
+        return unstated_change(self.registry.get(call.tool), call.arguments, f"{self._context(history)} {turn}".strip())
+
+    def _second_pick(self, turn: str, decision: Decision, history: Sequence[Exchange], first: ToolCall,
+                     held: str) -> ToolCall:
+        """The decision's other candidates, in the gate's order with its grounded prior, for the held-back call."""
+        keys = [h.key for h in decision.candidates if h.key != first.tool]
+        errors = first.errors + (held,)
+        common = dict(prompt_tokens=first.prompt_tokens, prefilled_tokens=first.prefilled_tokens,
+                      t_first_arg=first.t_first_arg)
+        if not keys:
+            return ToolCall(None, None, None, False, first.path, first.attempts, errors, t_end=first.t_end, **common)
+        prior = self._grounded(rank_prior(decision.p_top1, len(keys)), keys, turn, history) if self.fuse_prior else None
+        second = self.attempt(turn, keys[::-1], "signature", history, prior[::-1] if prior else None)
+        gen = second.generation
+        again = second.error or (None if second.arguments is None else unstated_change(
+            self.registry.get(second.key), second.arguments, f"{self._context(history)} {turn}".strip()))
+        if again is None:
+            return ToolCall(second.key, second.arguments, None, True, Action.SHORTLIST, first.attempts + 1, errors,
+                            t_end=gen.t_end, t_call_first_arg=gen.t_first_token, **common)
+        return ToolCall(None, None, None, False, first.path, first.attempts + 1, errors + (again,), t_end=gen.t_end,
+                        **common)
+
+    def _call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
+              fallback_order: Callable[[], Sequence[str]] | None = None) -> ToolCall:
         if decision.action is Action.NO_TOOL or (not decision.candidates and decision.action is not Action.FALLBACK):
             return self.answer(turn, history)
         if decision.action is Action.ROUTE:

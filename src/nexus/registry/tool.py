@@ -73,6 +73,13 @@ class Tool:
         hint = self.annotations.get("readOnlyHint")
         return hint if isinstance(hint, bool) else None
 
+    @property
+    def destructive(self) -> bool:
+        """The server says a call may destroy data (`destructiveHint: true` on a tool not marked read-only). A tool
+        that says nothing is not counted: the MCP default (destructive unless read-only) would cover every BFCL or
+        OpenAI function, which carry no annotations at all."""
+        return self.annotations.get("destructiveHint") is True and self.read_only is not True
+
     def to_mcp(self) -> dict[str, Any]:
         out = {"name": self.name, "description": self.description, "inputSchema": dict(self.input_schema)}
         if self.annotations:

@@ -1,0 +1,76 @@
+"""A call that may destroy data runs only with values the request states.
+
+Servers mark such tools (MCP `destructiveHint`): `write_file` overwrites, `delete_relations` deletes, `move_file`
+moves. A small model that picks one of them for a request it does not fit fills the arguments it has to invent:
+"Move notes.txt into the backups folder." had called `write_file(path: "notes.txt", content: "This is a backup of
+...")` and overwritten the file; "Delete the note with id 2 from the notes table." had called the knowledge graph's
+`delete_relations(from: "1", to: "2", relationType: "insert")`. A wrong read costs a turn; a wrong write loses
+data, so every value such a call writes must be one the request (or the turn it leans on) states
+(`values.stated`, with two thirds of a text's words said rather than half: "A backup copy" shares only "backup"
+with "Move notes.txt into backups"), and a file name the request writes is not what a content or text parameter
+holds ("Rename notes.txt to old_notes.txt" had called `write_file(content: "old_notes.txt")`). Booleans are the
+tool's switches, not values (`dryRun`), and are not looked up.
+
+>>> from nexus.registry import Tool
+>>> write = Tool("write_file", "Write a file", {"type": "object", "properties": {"path": {"type": "string"},
+...     "content": {"type": "string"}}}, "fs", annotations={"readOnlyHint": False, "destructiveHint": True})
+>>> unstated_change(write, {"path": "todo.txt", "content": "buy bread"}, "Create todo.txt containing 'buy bread'.")
+>>> unstated_change(write, {"path": "notes.txt", "content": "A backup copy"}, "Move notes.txt into backups.")
+"write_file may destroy data (its server says so) and the request does not state its content 'A backup copy'"
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator, Mapping
+
+from nexus.llm.values import request_paths, stated, words
+from nexus.registry import Tool
+
+_CONTENT = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file or record says
+
+
+def written_values(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> Iterator[tuple[str, Any, Mapping[str, Any]]]:
+    """(parameter name, value, its schema) for every string and number inside `arguments`, through nested objects
+    and lists (an item of a list is named by the list's parameter)."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    props = props if isinstance(props, Mapping) else {}
+    for name, value in arguments.items():
+        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        yield from _leaves(name, value, sub)
+
+
+def _leaves(name: str, value: Any, schema: Mapping[str, Any]) -> Iterator[tuple[str, Any, Mapping[str, Any]]]:
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, Mapping):
+        yield from written_values(value, schema)
+    elif isinstance(value, list):
+        items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+        for item in value:
+            yield from _leaves(name, item, items)
+    elif isinstance(value, (str, int, float)):
+        yield name, value, schema
+
+
+def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: str) -> str | None:
+    """Why this call must not run (None: it may): the tool may destroy data and a value it writes is not stated."""
+    if not tool.destructive or not arguments:
+        return None
+    paths = set(request_paths(request))
+    for name, value, schema in written_values(arguments, tool.input_schema):
+        if isinstance(value, str) and _CONTENT.search(name) and value.strip() in paths:
+            return f"{tool.name} may destroy data (its server says so) and would write the file name {value!r} as its {name}"
+        # a value that is itself a path ("backups/notes.txt" for a destination) is read as one, pieces of the
+        # request's paths included
+        as_path = isinstance(value, str) and request_paths(value) == [value.strip()]
+        if not stated("path" if as_path else name, value, request, schema) or (isinstance(value, str) and not _mostly_said(value, request)):
+            return f"{tool.name} may destroy data (its server says so) and the request does not state its {name} {value!r}"
+    return None
+
+
+def _mostly_said(value: str, request: str) -> bool:
+    """Two thirds of the value's words of three letters or more are the request's (by their first five letters)."""
+    said = {w[:5] for w in words(request)}
+    own = [w[:5] for w in words(value) if len(w) >= 3]
+    return 3 * sum(w in said for w in own) >= 2 * len(own)

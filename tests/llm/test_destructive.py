@@ -1,0 +1,107 @@
+"""A call that may destroy data runs only with values the request states (`nexus.llm.destructive`)."""
+
+from __future__ import annotations
+
+from nexus.gate.decision import Action, Decision
+from nexus.llm.calls import ToolCaller
+from nexus.llm.destructive import unstated_change, written_values
+from nexus.llm.scripted import ScriptedBackend
+from nexus.registry import Registry, Tool
+from nexus.slb.index import Hit
+
+WRITES = {"readOnlyHint": False, "destructiveHint": True}
+WRITE = Tool("write_file", "Create or overwrite a file.", {
+    "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+    "required": ["path", "content"]}, "fs", annotations=WRITES)
+MOVE = Tool("move_file", "Move or rename a file.", {
+    "type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}},
+    "required": ["source", "destination"]}, "fs", annotations=WRITES)
+EDIT = Tool("edit_file", "Edit a file.", {
+    "type": "object", "properties": {"path": {"type": "string"}, "dryRun": {"type": "boolean"}, "edits": {
+        "type": "array", "items": {"type": "object", "properties": {
+            "oldText": {"type": "string"}, "newText": {"type": "string"}}}}}}, "fs", annotations=WRITES)
+UNLINK = Tool("delete_relations", "Delete relations from the knowledge graph.", {
+    "type": "object", "properties": {"relations": {"type": "array", "items": {"type": "object", "properties": {
+        "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}}}}},
+    "required": ["relations"]}, "memory", annotations=WRITES)
+READ = Tool("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}},
+                                          "required": ["path"]}, "fs", annotations={"readOnlyHint": True})
+
+
+def test_the_servers_destructive_hint_is_what_counts():
+    assert WRITE.destructive and not READ.destructive
+    assert not Tool("x", "d", {"type": "object"}, "s").destructive  # says nothing: not counted (BFCL, OpenAI tools)
+    # a read-only tool is never destructive, whatever else it says
+    assert not Tool("x", "d", {"type": "object"}, "s", annotations={"readOnlyHint": True, "destructiveHint": True}).destructive
+
+
+def test_stated_values_may_be_written():
+    assert unstated_change(WRITE, {"path": "reminder.txt", "content": "meeting at 3"},
+                           "Save the text 'meeting at 3' in a file named reminder.txt.") is None
+    assert unstated_change(MOVE, {"source": "notes.txt", "destination": "backups/notes.txt"},
+                           "Move notes.txt into the backups folder.") is None
+    edits = {"path": "notes.txt", "dryRun": False, "edits": [{"oldText": "Alice", "newText": "Carol"}]}
+    assert unstated_change(EDIT, edits, "In notes.txt replace Alice with Carol.") is None  # the switch is not looked up
+
+
+def test_invented_content_is_held_back():
+    why = unstated_change(WRITE, {"path": "notes.txt", "content": "This is a backup of the notes file."},
+                          "Move notes.txt into the backups folder.")
+    assert why and "content" in why and "write_file" in why
+
+
+def test_a_file_name_the_request_writes_is_no_files_content():
+    why = unstated_change(WRITE, {"path": "notes.txt", "content": "old_notes.txt"}, "Rename notes.txt to old_notes.txt.")
+    assert why and "file name 'old_notes.txt'" in why
+
+
+def test_values_inside_lists_of_objects_are_looked_up():
+    args = {"relations": [{"from": "1", "to": "2", "relationType": "insert"}]}
+    assert [(n, v) for n, v, _ in written_values(args, UNLINK.input_schema)] == [
+        ("from", "1"), ("to", "2"), ("relationType", "insert")]
+    assert unstated_change(UNLINK, args, "Delete the note with id 2 from the notes table.")
+    assert unstated_change(UNLINK, {"relations": [{"from": "Alice", "to": "Acme", "relationType": "works_at"}]},
+                           "Remove the relation that Alice works_at Acme.") is None
+
+
+def test_tools_that_do_not_destroy_are_never_held_back():
+    assert unstated_change(READ, {"path": "/etc/invented.txt"}, "Show me my notes.") is None
+
+
+def _decision(*keys: str) -> Decision:
+    return Decision(Action.SHORTLIST, tuple(Hit(k, 1.0 - i / 10, 0.5, 0.0) for i, k in enumerate(keys)), p_top1=0.6)
+
+
+def _registry() -> Registry:
+    reg = Registry()
+    reg.set_source("fs", [WRITE, MOVE, READ])
+    return reg
+
+
+def test_a_held_back_call_lets_the_model_pick_again_without_it():
+    backend = ScriptedBackend(arguments=['{"path": "notes.txt", "content": "A backup copy of my notes"}',
+                                         '{"source": "notes.txt", "destination": "backups/notes.txt"}'],
+                              choices=["write_file", "move_file"])
+    call = ToolCaller(backend, _registry()).call("Move notes.txt into the backups folder.",
+                                                 _decision("write_file", "move_file", "read_file"))
+    assert (call.tool, call.arguments, call.valid) == ("move_file", {"source": "notes.txt", "destination": "backups/notes.txt"}, True)
+    assert call.attempts == 2 and any("write_file may destroy data" in e for e in call.errors)
+    second = [options for kind, _, options in backend.calls if kind == "choose"][1]
+    assert "write_file" not in second and set(second) == {"move_file", "read_file"}
+
+
+def test_when_the_second_pick_cannot_run_either_no_call_is_made():
+    backend = ScriptedBackend(arguments=['{"path": "notes.txt", "content": "A backup copy of my notes"}',
+                                         '{"source": "notes.txt", "destination": "archive/invented.txt"}'],
+                              choices=["write_file", "move_file"])
+    call = ToolCaller(backend, _registry()).call("Move notes.txt into the backups folder.",
+                                                 _decision("write_file", "move_file"))
+    assert (call.tool, call.arguments, call.valid) == (None, None, False)
+    assert len(call.errors) == 2 and "move_file may destroy data" in call.errors[1]
+
+
+def test_a_stated_write_runs_at_once():
+    backend = ScriptedBackend(arguments=['{"path": "todo.txt", "content": "buy bread"}'], choices=["write_file"])
+    call = ToolCaller(backend, _registry()).call("Create a file called todo.txt containing 'buy bread'.",
+                                                 _decision("write_file", "read_file"))
+    assert (call.tool, call.valid, call.attempts, call.errors) == ("write_file", True, 1, ())
