@@ -8,7 +8,9 @@ and the model's pick is fused with the gate's belief (`rank_prior`): a model ove
 confident. Arguments are decoded
 under the chosen tool's JSON-Schema grammar and validated with `jsonschema` against the full schema. An
 invalid call gets one repair (the tool's full schema, the rejected JSON and the validator's message), then
-the FALLBACK path; NO_TOOL turns get a plain answer.
+the FALLBACK path; NO_TOOL turns get a plain answer. A valid call to a tool its server marks destructive that writes
+a value the request does not state is held back (`nexus.llm.destructive`): the model picks once more among the
+other candidates, and no call is made when that one cannot run either.
 
 >>> from nexus.registry import Registry, Tool
 >>> reg = Registry(); _ = reg.set_source("s", [Tool("ping", "Ping a host", {"type": "object",
