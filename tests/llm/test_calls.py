@@ -446,3 +446,15 @@ def test_a_sql_statement_written_out_weighs_down_tools_that_do_not_run_its_kind(
     assert prior["read_query"] == pytest.approx(0.09 / 0.19)
     prior = _shortlist_prior([delete, write], "Delete the relation between Alice and Acme.", "delete_relations", "write_query")
     assert prior["delete_relations"] == pytest.approx(0.9)  # no SQL written: the gate's prior as it is
+
+
+def test_the_two_ends_of_a_move_between_files_take_the_path_the_request_writes():
+    """move_file(source, destination) names no parameter a path; "Move notes.txt into the backups folder." had
+    weighed it down as taking no path, and the model called write_file, which overwrote the file."""
+    move = Tool("move_file", "Move or rename files and directories.", {"type": "object", "properties": {
+        "source": {"type": "string"}, "destination": {"type": "string"}}, "required": ["source", "destination"]}, "s")
+    read = Tool("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}},
+                                              "required": ["path"]}, "s")
+    prior = _shortlist_prior([move, read], "Move notes.txt into the backups folder.", "move_file", "read_file",
+                             '{"path": "notes.txt"}')
+    assert prior["move_file"] == pytest.approx(0.9)  # the gate's prior as it is: both take the path

@@ -301,7 +301,7 @@ class ToolCaller:
         # a question is answered by a tool its server marks read-only, where one is listed: "Is there anything to
         # commit?" had called git_commit
         reads = question and any(tool.read_only for tool in tools)
-        unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema))
+        unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema, tool.description))
                     or (named and not schema.get("properties")) or (reads and tool.read_only is False)
                     for tool, schema in zip(tools, schemas)]
         # the request writes more clock times or zones than this tool has room for, and a listed tool has more:

@@ -616,16 +616,28 @@ def named_values(request: str, known: str = "") -> list[str]:
     return [v for v in dict.fromkeys(found) if words(v) and not set(words(v)) <= known_words]
 
 
-def takes_path(schema: Mapping[str, Any]) -> bool:
+_ENDS = re.compile(r"^(source|destination|src|dest|dst|target)(_?(path|file|dir))?$", re.I)  # the two ends of a move
+_ABOUT_FILES = re.compile(r"\b(files?|director(y|ies)|folders?|paths?)\b", re.I)
+
+
+def takes_path(schema: Mapping[str, Any], description: str = "") -> bool:
     """Whether a tool has a parameter for a file or folder path (by its name, or a description that says path): a
-    user who names a path wants a tool that works on it ("the last 3 commits of the repository at /srv/app").
+    user who names a path wants a tool that works on it ("the last 3 commits of the repository at /srv/app"). With
+    the tool's `description`, the source / destination of a tool about files count too (the filesystem server's
+    `move_file(source, destination)` says nothing about either; "Move notes.txt into the backups folder." had weighed
+    it down as taking no path, and `write_file` was called instead).
 
     >>> takes_path({"properties": {"owner": {}, "sha": {}}}), takes_path({"properties": {"repo_path": {"type": "string"}}})
     (False, True)
+    >>> move = {"properties": {"source": {"type": "string"}, "destination": {"type": "string"}}}
+    >>> takes_path(move), takes_path(move, "Move or rename files and directories."), takes_path(move, "Transfer money.")
+    (False, True, False)
     """
     props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    about_files = bool(_ABOUT_FILES.search(description or ""))
     return any(isinstance(sub, Mapping) and (is_path_parameter(name, sub) or "path" in words(name)
-                                             or "path" in words(str(sub.get("description", ""))))
+                                             or "path" in words(str(sub.get("description", "")))
+                                             or (about_files and bool(_ENDS.match(name)) and sub.get("type") in ("string", None)))
                for name, sub in props.items())
 
 
