@@ -121,8 +121,6 @@ _SQL = re.compile(r"\bSELECT\b[^.?!]*?\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\w+\
 SQL_NAME = frozenset(("query", "sql", "statement"))
 # a statement's kind by its first keyword
 _SQL_KINDS = {"read": ("SELECT",), "write": ("INSERT", "UPDATE", "DELETE"), "schema": ("CREATE", "DROP", "ALTER")}
-
-
 # where a written-out statement ends: a semicolon, or a full stop / question mark / exclamation mark before a space or
 # the end (not the point of "3.5" or "notes.id")
 _SQL_END = re.compile(r";|[.?!](?=\s|$)")

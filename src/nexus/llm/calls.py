@@ -164,6 +164,11 @@ class ToolCaller:
         are offered too where the turn states fewer (`grammars.grammar_schema`), and count as stated."""
         return " ".join(ex.request for ex in history[-2:])
 
+    @classmethod
+    def _request(cls, turn: str, history: Sequence[Exchange]) -> str:
+        """The turn with the earlier requests it leans on: what its values may be stated in."""
+        return f"{cls._context(history)} {turn}".strip()
+
     def _grounding(self, turn: str) -> str | None:
         """The request the grammar takes stated values from (None: the plain schema grammar)."""
         return turn if self.normalise else None
@@ -220,7 +225,7 @@ class ToolCaller:
     def _held_back(self, call: ToolCall, turn: str, history: Sequence[Exchange]) -> str | None:
         if not self.normalise or call.tool is None or not call.valid:
             return None
-        return unstated_change(self.registry.get(call.tool), call.arguments, f"{self._context(history)} {turn}".strip())
+        return unstated_change(self.registry.get(call.tool), call.arguments, self._request(turn, history))
 
     def _second_pick(self, turn: str, decision: Decision, history: Sequence[Exchange], first: ToolCall,
                      held: str) -> ToolCall:
@@ -234,8 +239,8 @@ class ToolCaller:
         prior = self._grounded(rank_prior(decision.p_top1, len(keys)), keys, turn, history) if self.fuse_prior else None
         second = self.attempt(turn, keys[::-1], "signature", history, prior[::-1] if prior else None)
         gen = second.generation
-        again = second.error or (None if second.arguments is None else unstated_change(
-            self.registry.get(second.key), second.arguments, f"{self._context(history)} {turn}".strip()))
+        again = second.error or unstated_change(self.registry.get(second.key), second.arguments,
+                                                self._request(turn, history))
         if again is None:
             return ToolCall(second.key, second.arguments, None, True, Action.SHORTLIST, first.attempts + 1, errors,
                             t_end=gen.t_end, t_call_first_arg=gen.t_first_token, **common)
@@ -291,7 +296,7 @@ class ToolCaller:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
         sql = stated_sql(turn)
-        turn = f"{self._context(history)} {turn}".strip()
+        turn = self._request(turn, history)
         path = bool(written_paths(turn))
         tools = [self.registry.get(k) for k in keys]
         schemas = [tool.input_schema for tool in tools]
@@ -336,7 +341,7 @@ class ToolCaller:
         (`written_only`: under a grammar of the parameters the turn writes, `grammars.grammar_schema`)."""
         context = self._context(history)
         generation = self._generate_arguments(prompt, key, turn, context, written_only)
-        arguments, error = self.validate(key, generation.text, generation.finished, f"{context} {turn}".strip(),
+        arguments, error = self.validate(key, generation.text, generation.finished, self._request(turn, history),
                                          generation.looped)
         return generation, arguments, error
 

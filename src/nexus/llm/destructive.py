@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, Mapping
 
-from nexus.llm.values import request_paths, stated, words
+from nexus.llm.values import request_paths, stated, words_said
 from nexus.registry import Tool
 
 _CONTENT = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file or record says
@@ -70,7 +70,6 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
 
 
 def _mostly_said(value: str, request: str) -> bool:
-    """Two thirds of the value's words of three letters or more are the request's (by their first five letters)."""
-    said = {w[:5] for w in words(request)}
-    own = [w[:5] for w in words(value) if len(w) >= 3]
-    return 3 * sum(w in said for w in own) >= 2 * len(own)
+    """Two thirds of the value's words of three letters or more are the request's (`values.words_said`)."""
+    said, own = words_said(value, request)
+    return 3 * said >= 2 * own

@@ -443,6 +443,18 @@ def wants_fraction(schema: Mapping[str, Any]) -> bool:
 _SCOPE_WORDS = frozenset("all any every each everything anything none both".split())
 
 
+def words_said(value: str, request: str) -> tuple[int, int]:
+    """(how many of the value's words of three letters or more the request uses, by their first five letters; how
+    many there are).
+
+    >>> words_said("A backup copy", "Move notes.txt into backups")
+    (1, 2)
+    """
+    said = {_stem(w) for w in words(request)}
+    own = [w for w in words(value) if len(w) >= 3]
+    return sum(_stem(w) in said for w in own), len(own)
+
+
 def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None = None) -> bool:
     """Whether the request gives this value (or, for a flag, mentions the parameter): a string it contains or
     whose words it uses (outside the paths it writes, unless the value is one of them or a path), a number it
@@ -479,12 +491,10 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
         if value.strip() not in paths and not is_path_parameter(name, schema or {}):
             for path in paths:  # a piece of a path the request writes is not a value it states
                 request = request.replace(path, " ")
-        said = words(request)
-        if f" {text} " in f" {' '.join(said)} ":
+        if f" {text} " in f" {' '.join(words(request))} ":
             return True
-        stems = {_stem(w) for w in said}
-        own = [w for w in words(value) if len(w) >= 3]
-        return bool(own) and sum(_stem(w) in stems for w in own) * 2 >= len(own)
+        said, own = words_said(value, request)
+        return bool(own) and said * 2 >= own
     if isinstance(value, list):
         return any(stated(name, item, request) for item in value)
     return True  # objects: their fields are the model's structure, not a value to look up
