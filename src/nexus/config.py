@@ -45,6 +45,8 @@ class GateSettings(BaseSettings):
     risk_no_tool: float = Field(0.05, description="target error rate of NO_TOOL decisions")
     risk_shortlist: float = Field(0.05, description="target miss rate of SHORTLIST decisions")
     no_tool_share: float = Field(0.2, description="share of turns expected to need no tool; p_no_tool and the NO_TOOL threshold are fitted for this mix")
+    no_tool_reference: bool = Field(True, description="raise the NO_TOOL threshold on a registry to the lowest "
+                                    "p_no_tool its reference turns that need no tool get (nexus.gate.reference)")
     threads: int = Field(1, description="torch CPU threads for the cross-encoder at inference (1: beside the LLM on a 2-core machine two threads oversubscribe and run several times slower)")
     train_threads: int | None = Field(None, description="torch CPU threads for `nexus gate train` (default: every core; 2 threads train 1.7x faster than 1 on 2 idle cores)")
     decision_log: Path | None = Field(None, description="append every decision as JSON Lines here")

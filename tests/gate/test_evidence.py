@@ -128,5 +128,10 @@ def test_a_written_sql_statement_overrules_no_tool_for_the_tool_that_runs_its_ki
     d = gate.decide("Execute the query SELECT title FROM notes.")
     assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_query"
     assert gate.decide("Run this SQL: DELETE FROM notes WHERE id = 3.").candidates[0].key == "write_query"
-    assert gate.decide("Select all rows from the notes table, thanks").action is Action.NO_TOOL  # no SQL written
+    # a statement asked for in words about a named table counts too; words about no table do not
+    d = gate.decide("Select all rows from the notes table, thanks")
+    assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_query"
+    assert gate.decide("Insert a note saying hello into the notes table").candidates[0].key == "write_query"
+    assert gate.decide("Select a nice place for dinner, thanks").action is Action.NO_TOOL
+    assert gate.decide("What columns does the notes table have?").action is Action.NO_TOOL  # about the table itself
     assert _gate(OTHERS).decide("Execute the query SELECT title FROM notes.").action is Action.NO_TOOL

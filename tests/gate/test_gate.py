@@ -92,9 +92,30 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("That one?", True),
     ("Is it daytime in Honolulu at the moment?", False), ("Is it late at night in Auckland right now?", False),
     ("Is it raining in Paris?", False), ("Is it open in the morning?", True), ("Is it correct?", True),
+    ("Hi there, how are you doing?", False), ("Hey, and what about Tokyo?", True), ("Hello again, and in Celsius?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected
+
+
+def test_the_no_tool_threshold_rises_to_what_the_reference_turns_get_on_the_registry(setup):
+    from nexus.gate.reference import REFERENCE_TURNS
+
+    reg, slb = setup
+    # identity calibration: p_no_tool = sigmoid(-word overlap), 0.5 for a turn sharing no word with any tool; a
+    # calibrated threshold of 0.25 would refuse every turn on this registry
+    gate = _gate(reg, slb, thresholds=Thresholds(route=0.99, no_tool=0.25, fallback=0.25))
+    lowest = min(gate.score(t, slb.search(t, k=gate.k))[1].p_no_tool for t in REFERENCE_TURNS)
+    assert 0.27 < lowest <= 0.5 and gate.no_tool_threshold() == pytest.approx(lowest)
+    asked = gate.decide("convert currency amount")   # shares words with convert_currency: p_no_tool below the floor
+    assert asked.p_no_tool < lowest and asked.action is not Action.NO_TOOL
+    assert gate.decide("purple monkey dishwasher").action is Action.NO_TOOL   # no word shared: p 0.5
+    # without the reference the calibrated threshold stands, and the request is refused
+    plain = _gate(reg, slb, thresholds=Thresholds(route=0.99, no_tool=0.25, fallback=0.25), no_tool_reference=False)
+    assert plain.decide("convert currency amount").action is Action.NO_TOOL
+    # a calibrated threshold above every reference turn is kept
+    high = _gate(reg, slb, thresholds=Thresholds(route=0.99, no_tool=0.9, fallback=0.9))
+    assert high.no_tool_threshold() == 0.9 and high.thresholds(0.95).no_tool == 0.9
 
 
 def test_contextual_turn_keeps_the_turn_whole_and_bounds_context():

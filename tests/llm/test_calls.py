@@ -458,3 +458,17 @@ def test_the_two_ends_of_a_move_between_files_take_the_path_the_request_writes()
     prior = _shortlist_prior([move, read], "Move notes.txt into the backups folder.", "move_file", "read_file",
                              '{"path": "notes.txt"}')
     assert prior["move_file"] == pytest.approx(0.9)  # the gate's prior as it is: both take the path
+
+
+def test_an_optional_value_that_is_only_a_piece_of_a_required_one_is_dropped():
+    """"Create a new branch called feature-x." had filled base_branch with "x"; the server refused the call."""
+    from nexus.llm.values import normalise_arguments
+
+    schema = {"type": "object", "properties": {"repo_path": {"type": "string"}, "branch_name": {"type": "string"},
+                                               "base_branch": {"type": "string"}}, "required": ["repo_path", "branch_name"]}
+    out = normalise_arguments({"repo_path": "/r", "branch_name": "feature-x", "base_branch": "x"}, schema,
+                              "Create a new branch called feature-x.")
+    assert out == {"repo_path": "/r", "branch_name": "feature-x"}
+    out = normalise_arguments({"repo_path": "/r", "branch_name": "feature-x", "base_branch": "main"}, schema,
+                              "Create a new branch called feature-x from main.")
+    assert out["base_branch"] == "main"

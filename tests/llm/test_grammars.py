@@ -258,7 +258,16 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     assert '"CREATE TABLE" " " ("book" "s"' in arguments_gbnf(create, "Create a table called books with columns title and author.")
     write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
              "required": ["query"]}
-    assert grammar_schema(write, "add a row")["properties"]["query"]["pattern"] == '^(INSERT|UPDATE|DELETE) [^"\\\\]*$'
+    assert grammar_schema(write, "run a write")["properties"]["query"]["pattern"] == '^(INSERT|UPDATE|DELETE) [^"\\\\]*$'
+    # a request that opens with one statement's verb gets that statement ("Insert a book …" had got "DELETE DUNE")
+    assert grammar_schema(write, "add a row")["properties"]["query"]["pattern"] == '^INSERT INTO [^"\\\\]*$'
+    assert grammar_schema(write, "Remove note 2")["properties"]["query"]["pattern"] == '^DELETE FROM [^"\\\\]*$'
+    # a parameter that says only "SQL query" takes the statements its tool's description names
+    plain = {"type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}},
+             "required": ["query"]}
+    named = grammar_schema(plain, "run a write", description="Execute an INSERT, UPDATE, or DELETE query on the SQLite database")
+    assert named["properties"]["query"]["pattern"] == '^(INSERT|UPDATE|DELETE) [^"\\\\]*$'
+    assert "pattern" not in grammar_schema(plain, "run a write")["properties"]["query"]
     free = {"type": "object", "properties": {"query": {"type": "string", "description": "The SQL query to run"}}}
     assert "pattern" not in grammar_schema(free, "count the rows")["properties"]["query"]
 

@@ -80,7 +80,9 @@ def gate_metrics(slb: SemanticLookasideBuffer, registry: Registry, queries: Sequ
                  run_dir: str | Path | None = None) -> dict[str, Any]:
     """Decide every query with the gate and measure ranking, calibration, selectivity, no-tool and latency."""
     if isinstance(gate, GateModel):
-        gate = BoundaryGate(slb, registry, gate)
+        from nexus.config import Settings
+
+        gate = BoundaryGate.from_settings(slb, registry, gate, Settings().gate)
     mapping = registry.name_index()
     rows = []
     for q in queries:

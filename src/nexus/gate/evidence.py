@@ -160,6 +160,40 @@ def stated_sql(text: str) -> str | None:
     return next(kind for kind, keywords in _SQL_KINDS.items() if keyword in keywords)
 
 
+# a statement asked for in words, about a named table ("How many books are in the books table?", "Insert a book … into
+# the books table"): the gate's cross-encoder reads "rows" and "SELECT query" as unrelated and ranked read_query 4th-10th
+_TABLE = r"(?:\b(?!(?:a|an|the|this|that|each|every|new)\b)[\w-]+\s+table\b|\btable\s+(?!(?:of|with|for|in|to|from|named|called)\b)[\w-]+)"
+_WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:insert|add|put|delete|remove|update|change|set)\b.*{_TABLE}", re.I)
+_READ_WORDS = re.compile(rf"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+many|count|list|show|get|fetch|find|"
+                         rf"select|give\s+me|tell\s+me|what|which|who)\b.*{_TABLE}", re.I)
+_ABOUT_SCHEMA = re.compile(r"\b(columns?|schema|structure|fields?|describe|definition|tables|create|drop|rename)\b", re.I)
+
+
+def sql_in_words(text: str) -> str | None:
+    """The kind of statement a request asks for in words about a named table: "write" (insert / add / delete / remove /
+    update … a table), "read" (how many / list / show / what … a table); None for a question about a table's columns or
+    the tables themselves, for a new table, and for a request that names no table.
+
+    >>> sql_in_words("How many books are in the books table?"), sql_in_words("Delete the note with id 2 from the notes table.")
+    ('read', 'write')
+    >>> sql_in_words("What columns does the books table have?"), sql_in_words("Which tables are in the database?")
+    (None, None)
+    >>> sql_in_words("Create a table named tasks."), sql_in_words("What is a table?"), sql_in_words("Book a table for 2")
+    (None, None, None)
+    """
+    text = text or ""
+    if _ABOUT_SCHEMA.search(text):
+        return None
+    if _WRITE_WORDS.search(text):
+        return "write"
+    return "read" if _READ_WORDS.search(text) else None
+
+
+def asked_sql(text: str) -> str | None:
+    """The kind of SQL statement a request writes out (`stated_sql`) or asks for in words (`sql_in_words`)."""
+    return stated_sql(text) or sql_in_words(text)
+
+
 def is_sql_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     """A string parameter that takes a SQL statement: named query / sql / statement, its name or description saying SQL."""
     words = set(split_identifier(str(name)).split())

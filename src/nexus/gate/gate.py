@@ -22,7 +22,7 @@ import logging
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -30,11 +30,12 @@ import numpy as np
 
 from nexus.gate.cross_encoder import tool_text
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import runs_sql, stated_expression, stated_sql, takes_only_expression
+from nexus.gate.evidence import asked_sql, runs_sql, stated_expression, takes_only_expression
 from nexus.gate.model import GateModel, GateModelError
 from nexus.gate.policy import choose_action
 from nexus.paths import PATHS, path_kind
-from nexus.gate.probabilities import TurnProbabilities
+from nexus.gate.probabilities import Thresholds, TurnProbabilities
+from nexus.gate.reference import REFERENCE_TURNS, no_tool_floor
 from nexus.registry import Registry
 from nexus.slb.index import Hit, SemanticLookasideBuffer
 
@@ -57,9 +58,11 @@ _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|thi
 # had read its "that" as a reference back and called the previous turn's tool)
 _ACK = r"(?:that'?s\s+|that\s+is\s+)?(?:ok(?:ay)?|great|cool|perfect|nice|fine|brilliant|wonderful|excellent|awesome|helpful)"
 _CLOSERS = re.compile(rf"^\s*(thanks?( you)?|thank you|thx|{_ACK}|bye|goodbye|got it)\W*$", re.I)
-# "Hello there!", "Good morning": a greeting opens a conversation, so it never borrows the turn before it (as a
-# short turn it would: the demo's "Hello there!" took "Remember Bob's birthday…" along and went to FALLBACK)
-_GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day))\b(\W+(there|all|everyone|again))?\W*$", re.I)
+# "Hello there!", "Good morning", "Hi there, how are you doing?": a turn that opens with a greeting opens a
+# conversation, so it never borrows the turn before it (as a short turn the demo's "Hello there!" took "Remember Bob's
+# birthday…" along and went to FALLBACK; the second read its "there" as a reference back and called read_graph)
+_GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day))\b(?!\s*(?:to|from|of)\b)"
+                       r"(\W+(there|all|everyone|again)\b)?\W*", re.I)
 # "Thanks, that's all for today!": a sign-off, however worded, unless it goes on to ask for more; an acknowledgement
 # may lead it ("Perfect, that's everything, thanks!" had read its "that" as a reference back and called a tool)
 _SIGN_OFF = re.compile(rf"^\s*(({_ACK}|awesome|excellent|wonderful|alright|all right|fine|good)\W+)?"
@@ -74,7 +77,10 @@ _REQUEST_SPLIT = re.compile(r"(?<=[.?!;])\s+|,?\s+\b(?:and then|and also|and|the
 
 def is_follow_up(turn: str) -> bool:
     """Whether a turn needs recent context to be understood ("and in Celsius?", "what about Tokyo?")."""
-    if _CLOSERS.match(turn) or _GREETING.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
+    greeted = _GREETING.match(turn)
+    if greeted:  # what follows the greeting leans back only when it opens as a continuation ("Hi, and in Celsius?")
+        return bool(_CONTINUATION.match(turn[greeted.end():]))
+    if _CLOSERS.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     words = turn.split()
     own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2) or m.group(3), turn))
@@ -142,7 +148,7 @@ class BoundaryGate:
 
     def __init__(self, slb: SemanticLookasideBuffer, registry: Registry, model: GateModel, k: int = 10,
                  shortlist_k: int = 5, context_turns: int = 2, log_path: str | Path | None = None,
-                 shortlist_mass: float = 0.99, per_request: int = 3):
+                 shortlist_mass: float = 0.99, per_request: int = 3, no_tool_reference: bool = True):
         if model.embedder_id != slb.embedder.id:
             raise GateModelError(
                 f"the gate model was calibrated with embedder {model.embedder_id!r} but the SLB uses "
@@ -155,6 +161,8 @@ class BoundaryGate:
         self.slb, self.registry, self.model = slb, registry, model
         self.k, self.shortlist_k, self.context_turns, self.shortlist_mass = k, shortlist_k, context_turns, shortlist_mass
         self.per_request = per_request
+        self.no_tool_reference = no_tool_reference
+        self._floor: tuple[str, float] | None = None   # (registry hash, NO_TOOL threshold on it)
         self.log_path = Path(log_path) if log_path else None
         self._texts: dict[str, str] = {}
 
@@ -162,7 +170,8 @@ class BoundaryGate:
     def from_settings(cls, slb: SemanticLookasideBuffer, registry: Registry, model: GateModel, settings) -> "BoundaryGate":
         """A gate configured by `nexus.config.GateSettings` (k, shortlist size, per-request tools, context, log)."""
         return cls(slb, registry, model, k=settings.k, shortlist_k=settings.shortlist_k, context_turns=settings.context_turns,
-                   log_path=settings.decision_log, per_request=settings.per_request)
+                   log_path=settings.decision_log, per_request=settings.per_request,
+                   no_tool_reference=settings.no_tool_reference)
 
     def _tool_text(self, key: str) -> str:
         text = self._texts.get(key)
@@ -211,16 +220,19 @@ class BoundaryGate:
         if not hits:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
         ce, out = self.score(text, hits, prescored)
-        thresholds = self.model.calibration.thresholds
+        thresholds = self.thresholds(out.p_no_tool)
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
         action = choose_action(out.p_top1, out.p_no_tool, second, thresholds, out.p_shortlist)
         keep = list(out.order)
-        if action is Action.NO_TOOL and (asked := self._evidence_tools(turn, hits)):
-            # the turn states an arithmetic expression or writes out a SQL statement, and a candidate takes that and
-            # nothing else (`evidence`): the LLM chooses among the candidates, those first, instead of answering itself
-            action, keep = Action.SHORTLIST, [i for i in keep if i in asked] + [i for i in keep if i not in asked]
-            log.info("gate: NO_TOOL (p_no_tool %.3f) overruled: %r states what %s takes", out.p_no_tool,
-                     turn[:60], hits[keep[0]].key)
+        if action is not Action.ROUTE and (asked := self._evidence_tools(turn, hits)):
+            # the turn states an arithmetic expression or a SQL statement (written out, or asked for in words about a
+            # named table), and a candidate takes that and nothing else (`evidence`): the LLM chooses among the
+            # candidates, those first, instead of answering itself or reading every schema
+            keep = [i for i in keep if i in asked] + [i for i in keep if i not in asked]
+            if action is not Action.SHORTLIST:
+                log.info("gate: %s (p_no_tool %.3f) overruled: %r states what %s takes", action.value, out.p_no_tool,
+                         turn[:60], hits[keep[0]].key)
+            action = Action.SHORTLIST
         if action is Action.SHORTLIST:
             keep = keep[: shortlist_size(out, self.shortlist_k, thresholds.multi, self.shortlist_mass)]
         ranked = [hits[i] for i in keep]
@@ -230,11 +242,39 @@ class BoundaryGate:
         elapsed = (time.perf_counter() - start) * 1000
         return self._logged(turn, text, Decision(action, tuple(ranked), out.p_top1, out.p_no_tool, tuple(scores), elapsed))
 
+    def thresholds(self, p_no_tool: float = 1.0) -> Thresholds:
+        """The calibrated thresholds, with NO_TOOL (and a FALLBACK band that starts with it) raised to this registry's
+        floor (`nexus.gate.reference`) when `p_no_tool` reaches the calibrated one; below it the floor cannot matter,
+        so it is computed on the first turn that needs it (64 reference turns scored, ~2-3 s), once per registry."""
+        calibrated = self.model.calibration.thresholds
+        if not self.no_tool_reference or p_no_tool < min(calibrated.no_tool, calibrated.fallback):
+            return calibrated
+        floor = self.no_tool_threshold()
+        fallback = max(calibrated.fallback, floor) if calibrated.fallback >= calibrated.no_tool else calibrated.fallback
+        return replace(calibrated, no_tool=floor, fallback=fallback)
+
+    def no_tool_threshold(self) -> float:
+        """The NO_TOOL threshold on this registry: the calibrated one, raised to the lowest p_no_tool a reference
+        turn that needs no tool gets here (`reference.no_tool_floor`)."""
+        digest = self.registry.content_hash()
+        if self._floor is None or self._floor[0] != digest:
+            turns = list(REFERENCE_TURNS)
+            vectors = self.slb.embed_queries(turns)
+            scores = []
+            for turn, vector in zip(turns, vectors):
+                hits = self.slb.search(turn, k=self.k, query_vec=vector)
+                scores.append(self.score(turn, hits)[1].p_no_tool if hits else 1.0)
+            floor = no_tool_floor(scores, self.model.calibration.thresholds.no_tool)
+            log.info("gate: NO_TOOL threshold %.4f on this registry (calibrated %.4f; lowest reference turn %.4f)",
+                     floor, self.model.calibration.thresholds.no_tool, min(scores))
+            self._floor = (digest, floor)
+        return self._floor[1]
+
     def _evidence_tools(self, turn: str, hits: Sequence[Hit]) -> set[int]:
         """Candidates (indices into `hits`) whose whole input the turn states (`nexus.gate.evidence`): an arithmetic
         expression for a calculator, a SQL statement for a tool that runs statements of its kind; empty when the turn
         states neither."""
-        expression, sql = stated_expression(turn) is not None, stated_sql(turn)
+        expression, sql = stated_expression(turn) is not None, asked_sql(turn)
         if not expression and sql is None:
             return set()
         tools = {i: self.registry.get(hit.key) for i, hit in enumerate(hits) if hit.key in self.registry}

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import runs_sql, stated_sql
+from nexus.gate.evidence import asked_sql, runs_sql
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
@@ -290,12 +290,12 @@ class ToolCaller:
         (MCP `readOnlyHint: false`) when a read-only one is listed beside it; and a tool with room for fewer of the
         clock times or (from two) time zones the request writes than another listed tool has is weighted down
         too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
-        no SQL of the kind the turn writes out when a listed one does (`evidence.runs_sql`).
+        no SQL of the kind the turn writes out or asks for in words when a listed one does (`evidence.runs_sql`).
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
-        sql = stated_sql(turn)
+        sql = asked_sql(turn)
         turn = self._request(turn, history)
         path = bool(written_paths(turn))
         tools = [self.registry.get(k) for k in keys]
@@ -351,7 +351,8 @@ class ToolCaller:
         pattern or optional parameters past its parser's limits) falls back to any JSON object, with the reason
         logged: the call is still validated against the tool's full schema, so one odd schema never ends the turn."""
         try:
-            grammar = arguments_gbnf(self.registry.get(key).input_schema, self._grounding(turn), context, written_only)
+            tool = self.registry.get(key)
+            grammar = arguments_gbnf(tool.input_schema, self._grounding(turn), context, written_only, tool.description)
             return self.backend.generate(prompt, grammar=grammar, max_tokens=self.max_arg_tokens)
         except GrammarError as exc:
             log.warning("tool %s: its arguments grammar was refused (%s); decoding any JSON object instead", key, exc)

@@ -69,13 +69,17 @@ _SQL_KEYWORD = r"(?:CREATE TABLE|CREATE|SELECT|INSERT|UPDATE|DELETE|DROP|ALTER|W
 SQL_KINDS = re.compile(rf"^\s*({_SQL_KEYWORD}(?:\s*,\s*(?:or\s+)?{_SQL_KEYWORD}|\s+or\s+{_SQL_KEYWORD})*)\s+SQL\b")
 
 
+# the statements a tool's description names in capitals ("Execute a SELECT query"); CREATE alone names no statement
+_TOOL_SQL_KEYWORD = r"(?:SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|DROP TABLE|ALTER TABLE)"
+_SQL_VERBS = {"insert": "INSERT INTO", "add": "INSERT INTO", "put": "INSERT INTO", "delete": "DELETE FROM",
+              "remove": "DELETE FROM", "update": "UPDATE", "change": "UPDATE", "set": "UPDATE"}
 _IDENTIFIER = "[A-Za-z_][A-Za-z0-9_]*"
 _TYPES = "(TEXT|INTEGER|REAL)"
 # words of a create-table request that name no table or column: the lexical channel's stop words and the request's verbs
 _SQL_FILLER = STOPWORDS | frozenset("without into called named new table tables column columns create make add".split())
 
 
-def sql_pattern(description: str, request: str = "") -> str | None:
+def sql_pattern(description: str, request: str = "", tool_description: str = "") -> str | None:
     """The pattern of a SQL parameter whose description names the statements it takes (None otherwise): the model
     wrote "books" for "CREATE TABLE SQL statement", which the server refuses ("Only CREATE TABLE statements are
     allowed"). Other statements stay free after their keyword (no quote or backslash: the grammar's JSON string). A
@@ -88,11 +92,28 @@ def sql_pattern(description: str, request: str = "") -> str | None:
     ^CREATE TABLE (pets|name|age) \\((pets|name|age) (TEXT|INTEGER|REAL)(, (pets|name|age) (TEXT|INTEGER|REAL)){0,1}\\)$
     >>> sql_pattern("The SQL query to run"), sql_pattern("Select the SQL dialect")
     (None, None)
+
+    A parameter that says only "SQL query" takes the statements its tool's description names in capitals (the
+    server's `write_query`, "Execute an INSERT, UPDATE, or DELETE query": free, the model wrote "Dune" for "Insert a
+    book called 'Dune' … into the books table").
+
+    >>> print(sql_pattern("SQL query to execute", "", "Execute an INSERT, UPDATE, or DELETE query on the SQLite database"))
+    ^(INSERT|UPDATE|DELETE) [^"\\\\]*$
+    >>> print(sql_pattern("SQL query to execute", "Insert a book called 'Dune' into the books table.", "Run an INSERT or DELETE"))
+    ^INSERT INTO [^"\\\\]*$
     """
     match = SQL_KINDS.match(description)
-    if not match:
-        return None
-    kinds = re.findall(_SQL_KEYWORD, match.group(1))
+    if match:
+        kinds = re.findall(_SQL_KEYWORD, match.group(1))
+    else:
+        kinds = list(dict.fromkeys(re.findall(rf"\b{_TOOL_SQL_KEYWORD}\b", tool_description or "")))
+        if not kinds:
+            return None
+    # a request that opens with the verb of one of them asks for that one ("Insert a book …": INSERT INTO, not DELETE)
+    verb = re.match(r"\W*(?:please\s+)?(\w+)", request or "")
+    asked = _SQL_VERBS.get(verb.group(1).lower()) if verb else None
+    if asked and asked.split()[0] in kinds:
+        return "^" + asked + ' [^"\\\\]*$'
     if kinds != ["CREATE TABLE"]:
         return "^(" + "|".join(kinds) + ') [^"\\\\]*$'
     names = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, request)) if w.lower() not in _SQL_FILLER]
@@ -102,7 +123,7 @@ def sql_pattern(description: str, request: str = "") -> str | None:
 
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "",
-                   written_only: bool = False) -> dict[str, Any]:
+                   written_only: bool = False, description: str = "") -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, the statements a SQL parameter takes
     (`sql_pattern`), the values a required string's description lists as its only ones (`closed_choices`; the request
@@ -120,6 +141,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     states fewer than its parameters of that kind need (`_with_context`). `written_only` (given the request) keeps
     only the parameters the model is to write — the required ones and those the request mentions — for a decode
     after one that looped in an optional parameter the request never talks about."""
+    from nexus.gate.evidence import is_sql_parameter
     from nexus.llm import anchors, directions
     from nexus.llm.values import (bare_count, closed_choices, is_rate_parameter, mentioned, percent_only, request_numbers,
                                    unclaimed_counts)
@@ -193,7 +215,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if kind == "string" and CITY_STATE.search(str(sub.get("description", ""))) and \
                 "country" not in str(sub.get("description", "")).lower():
             sub["pattern"] = CITY_STATE_PATTERN
-        elif kind == "string" and (sql := sql_pattern(str(sub.get("description", "")), request or "")):
+        elif kind == "string" and (sql := sql_pattern(str(sub.get("description", "")), request or "",
+                                                      description if is_sql_parameter(name, sub) else "")):
             sub["pattern"] = sql
         elif kind in ("number", "integer") and numbers and name in written:  # required, or promoted: talked about
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
@@ -348,10 +371,11 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
 
 
 def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None, context: str = "",
-                   written_only: bool = False) -> str:
+                   written_only: bool = False, description: str = "") -> str:
     """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content); with the request (and the
-    earlier requests a follow-up leans on), built from `grammar_schema`."""
-    shaped = grammar_schema(schema, request, context, written_only) if request is not None else normalise_schema(schema)
+    earlier requests a follow-up leans on), built from `grammar_schema` (`description`: the tool's own)."""
+    shaped = grammar_schema(schema, request, context, written_only, description) if request is not None \
+        else normalise_schema(schema)
     return _arguments_gbnf(json.dumps(shaped, sort_keys=False, ensure_ascii=False))
 
 

@@ -943,6 +943,33 @@ def _repeats(value: Any, given: set[str], request: str) -> bool:
     return not (isinstance(value, str | int | float) and twice)
 
 
+def _inside_given(value: Any, given: set[str], request: str) -> bool:
+    """Whether an optional string the request writes only as a piece of a longer word that a required value holds:
+    "Create a new branch called feature-x." had filled base_branch with "x" beside branch_name "feature-x" (the
+    server refused the call: no such branch). A whole word inside a longer value ("CA" of "Berkeley, CA") is not a
+    piece.
+
+    >>> _inside_given("x", {"feature-x"}, "Create a branch called feature-x."), _inside_given("CA", {"Berkeley, CA"}, "in Berkeley, CA")
+    (True, False)
+    >>> _inside_given("main", {"fix-1"}, "Branch fix-1 off main")
+    False
+    """
+    if not isinstance(value, str) or not value.strip() or not given:
+        return False
+    found = list(re.finditer(rf"(?<![^\W_]){re.escape(value)}(?![^\W_])", request or "", re.I))
+    words = [w for g in given for w in re.findall(r"\S+", g)]
+    pieces = []
+    for match in found:
+        start, end = match.start(), match.end()
+        while start > 0 and not request[start - 1].isspace():
+            start -= 1
+        while end < len(request) and not request[end].isspace():
+            end += 1
+        word = request[start:end].strip(".,;:!?()[]\"'`")
+        pieces.append(word.lower() != value.lower() and any(word.lower() == w.strip(".,;:!?()[]\"'`").lower() for w in words))
+    return bool(pieces) and all(pieces)
+
+
 def _stated_notes(value: Any, schema: Mapping[str, Any], request: str) -> Any:
     """A list of objects whose free-text lists hold only what the request states: the model fills a required list of
     notes the request gives none of with something of its own ("observations": ["1000000…"] for "Add an entity named
@@ -1005,7 +1032,8 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
         out[name] = _stated_notes(value, sub, request) if drop_unstated else value
     if drop_unstated:  # a value the request states once belongs to one parameter: the required one keeps it
         given = {_said(v) for n, v in out.items() if n in required} - {None}
-        out = {n: v for n, v in out.items() if n in required or not _repeats(v, given, request)}
+        out = {n: v for n, v in out.items() if n in required or not (_repeats(v, given, request)
+                                                                     or _inside_given(v, given, request))}
     if drop_unstated:  # a flag the request names is set from the request, also when the model left it out
         for name, sub in props.items():
             flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None
