@@ -105,3 +105,22 @@ def test_a_stated_write_runs_at_once():
     call = ToolCaller(backend, _registry()).call("Create a file called todo.txt containing 'buy bread'.",
                                                  _decision("write_file", "read_file"))
     assert (call.tool, call.valid, call.attempts, call.errors) == ("write_file", True, 1, ())
+
+
+SQL_WRITE = Tool("write_query", "Execute an INSERT, UPDATE, or DELETE query on the SQLite database", {
+    "type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}},
+    "required": ["query"]}, "sqlite")   # no annotations: mcp-server-sqlite sends none
+
+
+def test_a_sql_write_runs_only_with_the_values_the_request_states():
+    """"Add a note saying 'buy milk' to the notes table." had written VALUES (1000000, 1000000, …)."""
+    request = "Add a note saying 'buy milk' to the notes table."
+    held = unstated_change(SQL_WRITE, {"query": "INSERT INTO notes (title) VALUES (1000000)"}, request)
+    assert held is not None and "'1000000'" in held
+    assert unstated_change(SQL_WRITE, {"query": "INSERT INTO notes (title) VALUES ('buy milk')"}, request) is None
+    assert unstated_change(SQL_WRITE, {"query": "DELETE FROM notes WHERE id = 2"}, "Delete note 2 from the notes table.") is None
+    assert unstated_change(SQL_WRITE, {"query": "DELETE FROM notes WHERE id = 3"}, "Delete note 2 from the notes table.")
+    # a tool that only reads is never held back, whatever its statement says
+    read = Tool("read_query", "Execute a SELECT query on the SQLite database", {"type": "object", "properties": {
+        "query": {"type": "string", "description": "SELECT SQL query to execute"}}, "required": ["query"]}, "sqlite")
+    assert unstated_change(read, {"query": "SELECT * FROM notes WHERE id = 99"}, "Show me my notes.") is None

@@ -286,3 +286,15 @@ def test_a_sql_statement_the_request_writes_out_is_the_value_of_a_sql_parameter(
     assert normalise_arguments({"query": "SELECT * FROM notes"}, schema, "Show every note") == {"query": "SELECT * FROM notes"}
     search = {"type": "object", "properties": {"query": {"type": "string", "description": "Words to search for"}}, "required": ["query"]}
     assert normalise_arguments({"query": "notes"}, search, "Find SELECT a FROM b in my notes") == {"query": "notes"}
+
+
+def test_a_select_loses_a_where_clause_of_values_the_request_never_states():
+    """"Get every row from the notes table." had run `SELECT * FROM notes WHERE name = 'John'`."""
+    from nexus.llm.values import normalise_arguments
+
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+              "required": ["query"]}
+    out = normalise_arguments({"query": "SELECT * FROM notes WHERE name = 'John'"}, schema, "Get every row from the notes table.")
+    assert out == {"query": "SELECT * FROM notes"}
+    kept = normalise_arguments({"query": "SELECT * FROM notes WHERE id = 2"}, schema, "Show note 2 from the notes table.")
+    assert kept == {"query": "SELECT * FROM notes WHERE id = 2"}

@@ -11,12 +11,21 @@ with "Move notes.txt into backups"), and a file name the request writes is not w
 holds ("Rename notes.txt to old_notes.txt" had called `write_file(content: "old_notes.txt")`). Booleans are the
 tool's switches, not values (`dryRun`), and are not looked up.
 
+A tool that runs INSERT / UPDATE / DELETE statements changes data whether or not its server says so (mcp-server-
+sqlite's `write_query` carries no hint): the values its statement writes — quoted strings and numbers — must be
+stated too ("Add a note saying 'buy milk' to the notes table." had written `VALUES (1000000, 1000000, …)`).
+
 >>> from nexus.registry import Tool
 >>> write = Tool("write_file", "Write a file", {"type": "object", "properties": {"path": {"type": "string"},
 ...     "content": {"type": "string"}}}, "fs", annotations={"readOnlyHint": False, "destructiveHint": True})
 >>> unstated_change(write, {"path": "todo.txt", "content": "buy bread"}, "Create todo.txt containing 'buy bread'.")
 >>> unstated_change(write, {"path": "notes.txt", "content": "A backup copy"}, "Move notes.txt into backups.")
 "write_file may destroy data (its server says so) and the request does not state its content 'A backup copy'"
+>>> sql = Tool("write_query", "Execute an INSERT, UPDATE, or DELETE query", {"type": "object", "properties": {
+...     "query": {"type": "string", "description": "SQL query to execute"}}}, "db")
+>>> unstated_change(sql, {"query": "DELETE FROM notes WHERE id = 2"}, "Delete the note with id 2 from the notes table.")
+>>> unstated_change(sql, {"query": "INSERT INTO notes (title) VALUES (1000000)"}, "Add a note saying 'buy milk'.")
+"write_query writes data and the request does not state the value '1000000' its statement holds"
 """
 
 from __future__ import annotations
@@ -24,7 +33,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, Mapping
 
-from nexus.llm.values import request_paths, stated, words_said
+from nexus.gate.evidence import is_sql_parameter, runs_sql
+from nexus.llm.values import request_paths, stated, unstated_literals, words_said
 from nexus.registry import Tool
 
 _CONTENT = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file or record says
@@ -53,10 +63,26 @@ def _leaves(name: str, value: Any, schema: Mapping[str, Any]) -> Iterator[tuple[
         yield name, value, schema
 
 
+def _unstated_sql(tool: Tool, arguments: Mapping[str, Any], request: str) -> str | None:
+    """A statement of a tool that runs INSERT / UPDATE / DELETE writing a value the request does not state."""
+    if not runs_sql(tool.description, tool.input_schema, "write"):
+        return None
+    props = tool.input_schema.get("properties") or {}
+    for name, value in arguments.items():
+        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        if not isinstance(value, str) or not is_sql_parameter(name, sub):
+            continue
+        for literal in unstated_literals(value, request)[:1]:
+            return f"{tool.name} writes data and the request does not state the value {literal!r} its statement holds"
+    return None
+
+
 def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: str) -> str | None:
     """Why this call must not run (None: it may): the tool may destroy data and a value it writes is not stated."""
-    if not tool.destructive or not arguments:
+    if not arguments:
         return None
+    if not tool.destructive:
+        return _unstated_sql(tool, arguments, request)
     paths = set(request_paths(request))
     for name, value, schema in written_values(arguments, tool.input_schema):
         if isinstance(value, str) and _CONTENT.search(name) and value.strip() in paths:

@@ -823,7 +823,7 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
     if is_expression_parameter(name, schema):
         return whole_expression(to_expression(value), request)
     if is_sql_parameter(name, schema):
-        return unique_columns(stated_statement(value, request))
+        return unique_columns(stated_filter(stated_statement(value, request), request))
     fmt = value_format(schema)
     if fmt == "date":
         iso = to_iso_date(value)
@@ -836,6 +836,41 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
 
 
 _CREATE_TABLE = re.compile(r"^(\s*CREATE TABLE\s+\S+\s*\()(.*)(\)\s*;?\s*)$", re.I | re.S)
+
+
+_SELECT_WHERE = re.compile(r"^(\s*SELECT\b.*?)\s+WHERE\s+(.*?)(\s+(?:GROUP\s+BY|ORDER\s+BY|LIMIT)\b.*)?$", re.I | re.S)
+# the values a SQL statement writes or compares with: quoted strings and numbers (not inside a name: "notes2", "t1.id")
+_LITERAL = re.compile(r"'((?:[^']|'')*)'|(?<![\w.])(-?\d+(?:\.\d+)?)(?![\w.])")
+
+
+def unstated_literals(statement: str, request: str) -> list[str]:
+    """The quoted strings and numbers of a SQL statement (or clause) that the request does not state (`stated`).
+
+    >>> unstated_literals("INSERT INTO notes (title, n) VALUES ('buy milk', 1000000)", "Add a note saying 'buy milk'")
+    ['1000000']
+    """
+    out = []
+    for text, number in _LITERAL.findall(statement or ""):
+        literal = number or text.replace("''", "'")
+        if literal.strip() and not stated("value", float(number) if number else literal, request, {}):
+            out.append(literal)
+    return out
+
+
+def stated_filter(statement: str, request: str) -> str:
+    """A SELECT without its WHERE clause when the clause compares with a value the request does not state: "Get every
+    row from the notes table." came out as `SELECT * FROM notes WHERE name = 'John'` (no such column, and no John
+    asked for). The rows asked for are a part of what is left. A clause of stated values stays.
+
+    >>> stated_filter("SELECT * FROM notes WHERE name = 'John' ORDER BY id", "Get every row from the notes table.")
+    'SELECT * FROM notes ORDER BY id'
+    >>> stated_filter("SELECT title FROM notes WHERE id = 2", "Show the title of note 2")
+    'SELECT title FROM notes WHERE id = 2'
+    """
+    match = _SELECT_WHERE.match(statement or "")
+    if not match:
+        return statement
+    return statement if not unstated_literals(match.group(2), request) else match.group(1) + (match.group(3) or "")
 
 
 def unique_columns(statement: str) -> str:
