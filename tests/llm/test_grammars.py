@@ -101,7 +101,8 @@ def test_a_named_thing_to_create_is_a_relative_path_when_the_request_writes_none
     schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     assert grammar_schema(schema, "Create a folder named reports in the workspace.")["properties"]["path"]["enum"] == ["reports"]
     assert grammar_schema(schema, "Create a folder named reports in /data")["properties"]["path"]["enum"] == ["/data/reports"]
-    assert "enum" not in grammar_schema(schema, "Show me the folder named reports")["properties"]["path"]
+    # a folder the request names without creating it is the folder it talks about (`values.unwritten_folder`)
+    assert grammar_schema(schema, "Show me the folder named reports")["properties"]["path"]["enum"] == ["reports"]
 
 
 def test_required_zones_times_dates_and_paths_come_from_the_request():
@@ -284,3 +285,13 @@ def test_a_required_string_whose_description_lists_its_only_values_takes_one_of_
     assert "enum" not in grammar_schema(unit, "weather in Paris")["properties"]["unit"]
     optional = {"type": "object", "properties": branch["properties"]}
     assert "enum" not in grammar_schema(optional, "List the branches of the repo.")["properties"]["branch_type"]
+
+
+def test_a_folder_talked_about_but_not_written_is_the_servers_root_or_the_folder_named():
+    """"What files are in the workspace folder?" had called list_directory("workspace/files"), and "Show me the
+    contents of the workspace directory." a path copied from the prompt's examples: both outside the allowed folders."""
+    listing = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    assert grammar_schema(listing, "What files are in the workspace folder?")["properties"]["path"]["enum"] == ["."]
+    assert grammar_schema(listing, "List the reports folder, please.")["properties"]["path"]["enum"] == ["reports"]
+    assert "enum" not in grammar_schema(listing, "Analyse the sales data")["properties"]["path"]
+    assert grammar_schema(listing, "List /srv/data in the workspace")["properties"]["path"]["enum"] == ["/srv/data"]

@@ -365,8 +365,8 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
         return sorted(values.request_times(request))
     if kind == "date":
         return values.request_full_dates(request)
-    if kind == "path":
-        return values.request_path_choices(request)
+    if kind == "path":  # the paths it writes, else a folder it talks about (`values.unwritten_folder`)
+        return values.request_path_choices(request) or values.unwritten_folder(request)
     return []
 
 

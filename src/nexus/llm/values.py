@@ -361,6 +361,32 @@ def request_path_choices(request: str) -> list[str]:
     return list(dict.fromkeys(joined + paths))
 
 
+_FOLDER_SAID = re.compile(r"\b(?:folder|directory|dir|workspace)\b", re.I)
+_NAMED_FOLDER = re.compile(r"\b(?:the|my|our)\s+([\w-]+)\s+(?:folder|directory|dir)\b|\b(?:folder|directory)\s+(?:called|named)\s+[\"'`]?([\w-]+)", re.I)
+# words before "folder" that name where one works, not a folder inside it: the server's own root
+_HERE = frozenset("workspace current working home root this main base top project same".split())
+
+
+def unwritten_folder(request: str) -> list[str]:
+    """What a path parameter may take when the request talks about a folder without writing its path: the folder it
+    names ("the reports folder" -> "reports", relative, as the server resolves it), else the server's own root (".":
+    "the workspace folder", "the current directory"). The model had written "workspace/files" and a path copied from
+    the prompt's examples, both outside the server's allowed directories. Empty when the request writes a path or
+    names no folder.
+
+    >>> unwritten_folder("What files are in the workspace folder?"), unwritten_folder("List the reports folder")
+    (['.'], ['reports'])
+    >>> unwritten_folder("Find all .txt files in the workspace."), unwritten_folder("Read /a/b.txt in the workspace")
+    (['.'], [])
+    >>> unwritten_folder("Analyse the sales data")
+    []
+    """
+    if request_paths(request) or not _FOLDER_SAID.search(request or ""):
+        return []
+    named = [a or b for a, b in _NAMED_FOLDER.findall(request or "")]
+    return list(dict.fromkeys(n for n in named if n.lower() not in _HERE)) or ["."]
+
+
 def is_path_parameter(name: str, schema: Mapping[str, Any]) -> bool:
     return schema.get("type") in ("string", None) and "enum" not in schema and bool(PATH_NAME.search(name))
 
