@@ -89,3 +89,15 @@ def test_weights_changed_in_place_never_meet_stale_states(scorer):
     turns = [PLANTED_QUERY] * len(DOCS)
     assert changed.score(turns, DOCS) == pytest.approx(_uncached(changed, turns, DOCS), abs=1e-5)
     assert not np.allclose(changed.score(turns, DOCS), scorer.score(turns, DOCS), atol=1e-3)
+
+
+def test_scores_read_aside_leave_the_cache_and_later_scores_as_they_were():
+    """The gate's reference turns (`nexus.gate.reference`) are scored aside: with INT8 weights a tool's cached states
+    depend on the batch they were first read in, and reading them first for other turns had moved later scores."""
+    aside = SplitCosineScorer(None, max_length=64, seed=0, quantize=True)
+    plain = SplitCosineScorer(None, max_length=64, seed=0, quantize=True)
+    first = aside.score(["hello there, how are you?"] * 3, DOCS[1:4], keep=False)
+    assert len(first) == 3 and not aside._cache
+    turns = [PLANTED_QUERY] * len(DOCS)
+    assert aside.score(turns, DOCS) == pytest.approx(plain.score(turns, DOCS), abs=1e-6)
+    assert list(aside._cache) == list(plain._cache)

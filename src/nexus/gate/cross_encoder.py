@@ -34,7 +34,9 @@ class PairScorer(Protocol):
 
     id: str
 
-    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+    def score(self, turns: Sequence[str], docs: Sequence[str], keep: bool = True) -> np.ndarray:
+        """`keep` False: leave whatever the scorer caches between calls as it was (a scorer that caches nothing
+        ignores it)."""
         ...
 
 
@@ -75,7 +77,7 @@ class _TorchPairScorer:
         return self.tokenizer(list(turns), list(docs), truncation="longest_first", max_length=self.max_length,
                               padding=True, return_tensors="pt")
 
-    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+    def score(self, turns: Sequence[str], docs: Sequence[str], keep: bool = True) -> np.ndarray:
         import torch
 
         if len(turns) != len(docs):
@@ -84,10 +86,10 @@ class _TorchPairScorer:
             return np.zeros(0, dtype=np.float32)
         self.network.eval()
         with torch.inference_mode():
-            out = self._scored(turns, docs)
+            out = self._scored(turns, docs, keep)
         return np.concatenate(out).astype(np.float32)
 
-    def _scored(self, turns: Sequence[str], docs: Sequence[str]) -> list[np.ndarray]:
+    def _scored(self, turns: Sequence[str], docs: Sequence[str], keep: bool = True) -> list[np.ndarray]:
         """Logits batch by batch (under inference mode; `score` checked the inputs)."""
         return [self.logits(self.encode(turns[i:i + self.batch_size], docs[i:i + self.batch_size])).float().numpy()
                 for i in range(0, len(turns), self.batch_size)]
@@ -270,7 +272,7 @@ class FakePairScorer:
 
     id = "fake:overlap"
 
-    def score(self, turns: Sequence[str], docs: Sequence[str]) -> np.ndarray:
+    def score(self, turns: Sequence[str], docs: Sequence[str], keep: bool = True) -> np.ndarray:
         out = []
         for turn, doc in zip(turns, docs):
             t = set(_WORD.findall(turn.lower()))

@@ -194,14 +194,15 @@ class BoundaryGate:
             torch.set_num_threads(before)
         return Prescored(text, {key: float(x) for key, x in zip(keys, logits)})
 
-    def score(self, text: str, hits: Sequence[Hit],
-              prescored: Prescored | None = None) -> tuple[np.ndarray, TurnProbabilities]:
+    def score(self, text: str, hits: Sequence[Hit], prescored: Prescored | None = None,
+              keep: bool = True) -> tuple[np.ndarray, TurnProbabilities]:
         """Cross-encoder logits of `hits` for `text` (taken from `prescored` when it is this text's and holds every
-        hit: the same batch of pairs, scored earlier) and the calibrated probabilities."""
+        hit: the same batch of pairs, scored earlier) and the calibrated probabilities. `keep` False: the scorer's
+        cache is left as it was (`PairScorer.score`)."""
         if prescored is not None and prescored.text == text and all(h.key in prescored.logits for h in hits):
             ce = np.array([prescored.logits[h.key] for h in hits], dtype=np.float32)
         else:
-            ce = self.model.scorer.score([text] * len(hits), [self._tool_text(h.key) for h in hits])
+            ce = self.model.scorer.score([text] * len(hits), [self._tool_text(h.key) for h in hits], keep=keep)
         dense = np.array([h.dense for h in hits])
         lexical = np.array([h.lexical for h in hits])
         return ce, self.model.calibration.apply(ce, dense, lexical, len(self.slb))
@@ -263,7 +264,8 @@ class BoundaryGate:
             scores = []
             for turn, vector in zip(turns, vectors):
                 hits = self.slb.search(turn, k=self.k, query_vec=vector)
-                scores.append(self.score(turn, hits)[1].p_no_tool if hits else 1.0)
+                # scored aside: what they read must not change the scores of the registry's own turns
+                scores.append(self.score(turn, hits, keep=False)[1].p_no_tool if hits else 1.0)
             floor = no_tool_floor(scores, self.model.calibration.thresholds.no_tool)
             log.info("gate: NO_TOOL threshold %.4f on this registry (calibrated %.4f; lowest reference turn %.4f)",
                      floor, self.model.calibration.thresholds.no_tool, min(scores))

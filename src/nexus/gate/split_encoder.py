@@ -119,13 +119,16 @@ class SplitCosineScorer(SegmentCosineScorer):
             self._cache.clear()  # the weights are moving: cached states are stale
         return self._upper(self._lower(turns), turns["attention_mask"], self._lower(docs), docs["attention_mask"])
 
-    def _scored(self, turns: Sequence[str], docs: Sequence[str]) -> list[np.ndarray]:
-        """Each distinct turn read once, each tool's lower states from the cache, then the upper layers."""
+    def _scored(self, turns: Sequence[str], docs: Sequence[str], keep: bool = True) -> list[np.ndarray]:
+        """Each distinct turn read once, each tool's lower states from the cache, then the upper layers. `keep`
+        False: tools not cached are read for this call only and the cache is left as it was. A tool's states depend
+        on the batch they were first read in (INT8's activation scale is the batch's), so what one call adds changes
+        the scores of later ones by up to ~0.1 in p_no_tool: the gate's reference turns are scored aside."""
         distinct = list(dict.fromkeys(turns))
         seg = self._encode_turns(distinct)
         turn_h, turn_mask = self._lower(seg), seg["attention_mask"]
         row = {t: i for i, t in enumerate(distinct)}
-        states = self._doc_states(docs)
+        states = self._doc_states(docs, keep)
         out = []
         for start in range(0, len(turns), self.batch_size):
             idx = [row[t] for t in turns[start:start + self.batch_size]]
@@ -133,14 +136,18 @@ class SplitCosineScorer(SegmentCosineScorer):
             out.append(self._upper(turn_h[idx], turn_mask[idx], doc_h, doc_mask).float().numpy())
         return out
 
-    def _doc_states(self, docs: Sequence[str]) -> list[Any]:
+    def _doc_states(self, docs: Sequence[str], keep: bool = True) -> list[Any]:
         missing = [d for d in dict.fromkeys(docs) if d not in self._cache]
+        read: dict[str, Any] = {}
         for start in range(0, len(missing), self.batch_size):
             chunk = missing[start:start + self.batch_size]
             seg = self._encode_docs(chunk)
             h = self._lower(seg)
             for i, doc in enumerate(chunk):
-                self._cache[doc] = h[i, : int(seg["attention_mask"][i].sum())].clone()
+                read[doc] = h[i, : int(seg["attention_mask"][i].sum())].clone()
+        if not keep:
+            return [read[d] if d in read else self._cache[d] for d in docs]
+        self._cache.update(read)
         for doc in docs:
             self._cache.move_to_end(doc)
         while len(self._cache) > CACHE_TOOLS:
