@@ -58,14 +58,14 @@ def test_a_tool_takes_only_an_expression_when_every_required_input_is_one():
     assert not takes_only_expression({"type": "object", "properties": "broken", "required": ["x"]})
 
 
-def _gate(tools):
+def _gate(tools, k=10):
     reg = Registry()
     reg.set_source("t", tools)
     slb = SemanticLookasideBuffer(HashEmbedder())
     slb.sync(reg)
     # NO_TOOL for everything: identity calibration's p_no_tool is about 0.5, the threshold 0.1
     cal = replace(GateCalibration.identity(), thresholds=Thresholds(route=2.0, no_tool=0.1, fallback=0.1, multi=2.0))
-    return BoundaryGate(slb, reg, GateModel.from_scorer(FakePairScorer(), slb, cal))
+    return BoundaryGate(slb, reg, GateModel.from_scorer(FakePairScorer(), slb, cal), k=k)
 
 
 OTHERS = [Tool("get_time", "Current local time in a timezone", {"type": "object", "properties": {}}, "t"),
@@ -134,4 +134,10 @@ def test_a_written_sql_statement_overrules_no_tool_for_the_tool_that_runs_its_ki
     assert gate.decide("Insert a note saying hello into the notes table").candidates[0].key == "write_query"
     assert gate.decide("Select a nice place for dinner, thanks").action is Action.NO_TOOL
     assert gate.decide("What columns does the notes table have?").action is Action.NO_TOOL  # about the table itself
+    # a tool that runs the statement asked for joins the candidates when the SLB did not find it
+    narrow = _gate([*OTHERS, READ, WRITE, CREATE], k=1)
+    turn = "Show the titles in the notes table"
+    assert narrow.slb.search(turn, k=1)[0].key != "read_query"
+    d = narrow.decide(turn)
+    assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_query"
     assert _gate(OTHERS).decide("Execute the query SELECT title FROM notes.").action is Action.NO_TOOL

@@ -70,6 +70,7 @@ _SIGN_OFF = re.compile(rf"^\s*(({_ACK}|awesome|excellent|wonderful|alright|all r
                        r"take care|talk (to you )?(later|soon)|ttyl|good ?night|have a (nice|good|great) (day|one|evening|night|weekend))\b", re.I)
 _MORE = re.compile(r"\?|\b(and|(?<!for )now|also|but|what|how|can|could|please)\b", re.I)  # "Bye for now!" asks for nothing
 CONTEXT_CHARS = 400
+SQL_RUNNERS = 3  # tools that run the SQL a turn asks for, added to its candidates when the SLB found none
 # A turn may ask for several things ("find X. Also book Y", "do X and then Y"); each part is looked up on its own
 # too. Splitting is crude ("sum of multiples of 3 and 5" splits as well): a spurious part only adds candidates.
 _REQUEST_SPLIT = re.compile(r"(?<=[.?!;])\s+|,?\s+\b(?:and then|and also|and|then|also|after that|as well as|plus)\b\s+", re.I)
@@ -220,6 +221,7 @@ class BoundaryGate:
         start = time.perf_counter()
         if not hits:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
+        hits = [*hits, *self._sql_runners(turn, text, hits)]
         ce, out = self.score(text, hits, prescored)
         thresholds = self.thresholds(out.p_no_tool)
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
@@ -271,6 +273,20 @@ class BoundaryGate:
                      floor, self.model.calibration.thresholds.no_tool, min(scores))
             self._floor = (digest, floor)
         return self._floor[1]
+
+    def _sql_runners(self, turn: str, text: str, hits: Sequence[Hit]) -> list[Hit]:
+        """The registry's tools that run the SQL the turn asks for (`evidence.asked_sql`), when none of the SLB's
+        candidates does: "List all the titles in the books table." had no `read_query` among its ten (the embedder reads
+        "titles" and "SELECT query" as unrelated), so its evidence had nothing to put first."""
+        kind = asked_sql(turn)
+        if kind is None:
+            return []
+        registry = self.registry
+        if any(h.key in registry and runs_sql(registry.get(h.key).description, registry.get(h.key).input_schema, kind)
+               for h in hits):
+            return []
+        keys = [k for k in registry.keys() if runs_sql(registry.get(k).description, registry.get(k).input_schema, kind)]
+        return self.slb.hits_for(text, keys[:SQL_RUNNERS])
 
     def _evidence_tools(self, turn: str, hits: Sequence[Hit]) -> set[int]:
         """Candidates (indices into `hits`) whose whole input the turn states (`nexus.gate.evidence`): an arithmetic
