@@ -93,6 +93,8 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Is it daytime in Honolulu at the moment?", False), ("Is it late at night in Auckland right now?", False),
     ("Is it raining in Paris?", False), ("Is it open in the morning?", True), ("Is it correct?", True),
     ("Hi there, how are you doing?", False), ("Hey, and what about Tokyo?", True), ("Hello again, and in Celsius?", True),
+    ("Perfect, that's exactly what I needed.", False), ("That is just what I wanted, thanks", False),
+    ("Is that what I asked for?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

@@ -17,6 +17,8 @@ one). Pure Python (the signatures' identifier splitter reads parameter names).
 ('2 ** 10', '144 ** 0.5')
 >>> stated_expression("What is the sum of 2 and 3?"), stated_expression("What is 2^3?")
 ('2 + 3', '2 ** 3')
+>>> stated_expression("Add up 19, 23 and 58."), stated_expression("the product of 2, 3, and 4")
+('19 + 23 + 58', '2 * 3 * 4')
 >>> stated_expression("Book a table on 2023-10-06 for 2"), stated_expression("my order 418901918/9568919778")
 (None, None)
 >>> takes_only_expression({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]})
@@ -34,7 +36,18 @@ EXPRESSION_NAME = frozenset(("expression", "expr", "formula", "equation"))
 # arithmetic in words -> operators; the verb forms ("multiply 17 by 23") come first, before "by" is read as anything else
 _NUM = r"(-?\d+(?:\.\d+)?)"
 _ORDINAL = r"(?:st|nd|rd|th)?"
+_LIST = rf"{_NUM}(?:\s*,\s*{_NUM})+,?\s+and\s+{_NUM}"  # "19, 23 and 58"
+
+
+def _joined(operator: str) -> Callable[[re.Match], str]:
+    """The numbers of a listed match joined by `operator` ("add up 19, 23 and 58" -> " 19 + 23 + 58 ")."""
+    return lambda m: " " + f" {operator} ".join(re.findall(_NUM, m.group(0))) + " "
+
+
 ARITHMETIC = (
+    # three numbers or more in a list, before the two-number forms read its last two alone
+    (rf"\b(?:add\s+(?:up\s+)?|(?:sum|total)\s+of\s+){_LIST}", _joined("+")),
+    (rf"\b(?:multiply\s+|product\s+of\s+){_LIST}", _joined("*")),
     (rf"\bmultiply\s+{_NUM}\s+(?:by|and|with)\s+{_NUM}", r" \1 * \2 "),
     (rf"\bdivide\s+{_NUM}\s+by\s+{_NUM}", r" \1 / \2 "),
     (rf"\badd\s+(?:up\s+)?{_NUM}\s+(?:and|to|plus)\s+{_NUM}", r" \1 + \2 "),

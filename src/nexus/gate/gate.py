@@ -68,6 +68,11 @@ _GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|howdy|greetings|good (morning|af
 _SIGN_OFF = re.compile(rf"^\s*(({_ACK}|awesome|excellent|wonderful|alright|all right|fine|good)\W+)?"
                        r"(thanks?|thank you|thx|cheers|bye|goodbye|that'?s (all|it|everything)|see you|see ya|cya|later|"
                        r"take care|talk (to you )?(later|soon)|ttyl|good ?night|have a (nice|good|great) (day|one|evening|night|weekend))\b", re.I)
+# "Perfect, that's exactly what I needed.": satisfaction with what was done, not a question about it (its "that" had
+# borrowed the turn before and called that tool again)
+_SATISFIED = re.compile(rf"^\s*(?:(?:{_ACK}|thanks?|thank you)\W+)*(?:that'?s|that\s+is|this\s+is|it'?s)\s+"
+                        r"(?:exactly\s+|just\s+|precisely\s+)?what\s+(?:i|we)\s+(?:needed|wanted|was\s+after|"
+                        r"was\s+looking\s+for|asked\s+for)\b[^?]*$", re.I)
 _MORE = re.compile(r"\?|\b(and|(?<!for )now|also|but|what|how|can|could|please)\b", re.I)  # "Bye for now!" asks for nothing
 CONTEXT_CHARS = 400
 SQL_RUNNERS = 3  # tools that run the SQL a turn asks for, added to its candidates when the SLB found none
@@ -81,7 +86,7 @@ def is_follow_up(turn: str) -> bool:
     greeted = _GREETING.match(turn)
     if greeted:  # what follows the greeting leans back only when it opens as a continuation ("Hi, and in Celsius?")
         return bool(_CONTINUATION.match(turn[greeted.end():]))
-    if _CLOSERS.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
+    if _CLOSERS.match(turn) or _SATISFIED.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     words = turn.split()
     own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2) or m.group(3), turn))

@@ -77,10 +77,43 @@ def _unstated_sql(tool: Tool, arguments: Mapping[str, Any], request: str) -> str
     return None
 
 
+def empty_required_list(arguments: Any, schema: Mapping[str, Any]) -> str | None:
+    """The name of a required list parameter left empty, anywhere inside `arguments` (through nested objects and
+    lists), else None.
+
+    >>> items = {"type": "object", "required": ["name", "contents"], "properties": {"name": {"type": "string"},
+    ...     "contents": {"type": "array", "items": {"type": "string"}}}}
+    >>> schema = {"type": "object", "required": ["observations"], "properties": {"observations": {"type": "array",
+    ...     "items": items}}}
+    >>> empty_required_list({"observations": [{"name": "Dave", "contents": []}]}, schema)
+    'contents'
+    >>> empty_required_list({"observations": [{"name": "Dave", "contents": ["teacher"]}]}, schema) is None
+    True
+    """
+    if isinstance(arguments, list):
+        items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+        return next((name for item in arguments if (name := empty_required_list(item, items))), None)
+    if not isinstance(arguments, Mapping):
+        return None
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    for name, value in arguments.items():
+        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        if value == [] and name in required:
+            return name
+        if (inner := empty_required_list(value, sub)) is not None:
+            return inner
+    return None
+
+
 def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: str) -> str | None:
-    """Why this call must not run (None: it may): the tool may destroy data and a value it writes is not stated."""
+    """Why this call must not run (None: it may): the tool may destroy data and a value it writes is not stated, or
+    it changes something (MCP `readOnlyHint: false`) and a list it requires is empty, so it would change nothing ("Add a
+    person named Dave to the knowledge graph." had called `add_observations` with no observation)."""
     if not arguments:
         return None
+    if tool.read_only is False and (empty := empty_required_list(arguments, tool.input_schema)) is not None:
+        return f"{tool.name} changes something and its required list {empty!r} is empty: the call would change nothing"
     if not tool.destructive:
         return _unstated_sql(tool, arguments, request)
     paths = set(request_paths(request))
