@@ -342,28 +342,10 @@ def test_a_question_weighs_down_a_tool_its_server_marks_as_changing_something(tu
     prior = _shortlist_prior([commit, status], turn, "git_commit", "git_status")
     if weighted:
         assert prior["git_commit"] == pytest.approx(0.09 / 0.19) and prior["git_status"] > prior["git_commit"]
-    else:  # an order to commit: the read-only tool is the one weighted down
-        assert prior["git_commit"] == pytest.approx(0.9 / 0.91)
+    else:
+        assert prior["git_commit"] == pytest.approx(0.9)
     plain = [Tool(t.name, t.description, t.input_schema, "s") for t in (commit, status)]  # no annotations
     assert _shortlist_prior(plain, turn, "git_commit", "git_status")["git_commit"] == pytest.approx(0.9)
-
-
-@pytest.mark.parametrize("turn, weighted", [("Commit the staged changes with the message 'Fix typo'.", True),
-                                            ("Note in the knowledge graph that Alice likes hiking.", True),
-                                            ("Add up 19, 23 and 58.", False),
-                                            ("The staged changes, please.", False)])
-def test_an_order_to_change_something_weighs_down_a_tool_its_server_marks_as_read_only(turn, weighted):
-    """The mirror of the question rule: "Commit the staged changes with the message 'Fix typo'." had called
-    git_diff_staged, which the gate ranked first. A question, or arithmetic ("add up"), leaves the gate's prior."""
-    staged = Tool("git_diff_staged", "Shows changes that are staged for commit", {"type": "object", "properties": {}},
-                  "s", annotations={"readOnlyHint": True})
-    commit = Tool("git_commit", "Records changes to the repository", {"type": "object", "properties": {
-        "message": {"type": "string"}}, "required": ["message"]}, "s", annotations={"readOnlyHint": False})
-    prior = _shortlist_prior([staged, commit], turn, "git_diff_staged", "git_commit", '{"message": "Fix typo"}')
-    if weighted:
-        assert prior["git_diff_staged"] == pytest.approx(0.09 / 0.19) and prior["git_commit"] > prior["git_diff_staged"]
-    else:
-        assert prior["git_diff_staged"] == pytest.approx(0.9)
 
 
 @pytest.mark.parametrize("turn, weighted", [("If it is 14:30 in Berlin, what time is it in New York?", True),

@@ -55,6 +55,14 @@ def test_a_file_name_the_request_writes_is_no_files_content():
     assert why and "file name 'old_notes.txt'" in why
 
 
+def test_the_request_itself_is_no_files_content():
+    """"Stage the file notes.txt." had overwritten notes.txt with its own words (the request states them, all of them)."""
+    why = unstated_change(WRITE, {"path": "notes.txt", "content": "Stage the file notes.txt"}, "Stage the file notes.txt.")
+    assert why and "the request itself" in why
+    assert unstated_change(WRITE, {"path": "todo.txt", "content": "water the plants"},
+                           "Create a file called todo.txt containing 'water the plants'.") is None
+
+
 def test_values_inside_lists_of_objects_are_looked_up():
     args = {"relations": [{"from": "1", "to": "2", "relationType": "insert"}]}
     assert [(n, v) for n, v, _ in written_values(args, UNLINK.input_schema)] == [
@@ -124,35 +132,3 @@ def test_a_sql_write_runs_only_with_the_values_the_request_states():
     read = Tool("read_query", "Execute a SELECT query on the SQLite database", {"type": "object", "properties": {
         "query": {"type": "string", "description": "SELECT SQL query to execute"}}, "required": ["query"]}, "sqlite")
     assert unstated_change(read, {"query": "SELECT * FROM notes WHERE id = 99"}, "Show me my notes.") is None
-
-
-OBSERVE = Tool("add_observations", "Add new observations to existing entities in the knowledge graph", {
-    "type": "object", "required": ["observations"], "properties": {"observations": {"type": "array", "items": {
-        "type": "object", "required": ["entityName", "contents"], "properties": {
-            "entityName": {"type": "string"}, "contents": {"type": "array", "items": {"type": "string"}}}}}}},
-    "memory", annotations={"readOnlyHint": False})
-CREATE = Tool("create_entities", "Create multiple new entities in the knowledge graph", {
-    "type": "object", "required": ["entities"], "properties": {"entities": {"type": "array", "items": {
-        "type": "object", "required": ["name", "entityType", "observations"], "properties": {
-            "name": {"type": "string"}, "entityType": {"type": "string"},
-            "observations": {"type": "array", "items": {"type": "string"}}}}}}},
-    "memory", annotations={"readOnlyHint": False})
-
-
-def test_a_change_whose_required_list_is_empty_changes_nothing_and_lets_the_model_pick_again():
-    """"Add a person named Dave to the knowledge graph." had called add_observations with no observation (the server
-    then refused it: Dave is no entity yet). Without annotations, or with the list filled, the call runs."""
-    request = "Add a person named Dave to the knowledge graph."
-    empty = {"observations": [{"entityName": "Dave", "contents": []}]}
-    held = unstated_change(OBSERVE, empty, request)
-    assert held is not None and "'contents' is empty" in held
-    assert unstated_change(OBSERVE, {"observations": [{"entityName": "Dave", "contents": ["a person"]}]}, request) is None
-    plain = Tool(OBSERVE.name, OBSERVE.description, OBSERVE.input_schema, "memory")
-    assert unstated_change(plain, empty, request) is None
-    reg = Registry()
-    reg.set_source("memory", [OBSERVE, CREATE])
-    created = '{"entities": [{"name": "Dave", "entityType": "person", "observations": ["a person"]}]}'
-    backend = ScriptedBackend(arguments=['{"observations": [{"entityName": "Dave", "contents": []}]}', created],
-                              choices=["add_observations", "create_entities"])
-    call = ToolCaller(backend, reg).call(request, _decision("add_observations", "create_entities"))
-    assert (call.tool, call.valid, call.attempts) == ("create_entities", True, 2)

@@ -36,7 +36,7 @@ from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.llm.values import (asks_to_change, asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
+from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
                                unstated_required)
 from nexus.paths import written_paths
 from nexus.registry import Registry
@@ -287,15 +287,14 @@ class ToolCaller:
         names something for the tool to work on ("… notes about Alice", `named_values`) and the tool takes no
         parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
         A question, or an order to show something, also down-weights each tool its server marks as changing something
-        (MCP `readOnlyHint: false`) when a read-only one is listed beside it, and an order to change something
-        (`asks_to_change`) each tool marked read-only when a changing one is listed; and a tool with room for fewer of the
+        (MCP `readOnlyHint: false`) when a read-only one is listed beside it; and a tool with room for fewer of the
         clock times or (from two) time zones the request writes than another listed tool has is weighted down
         too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
         no SQL of the kind the turn writes out or asks for in words when a listed one does (`evidence.runs_sql`).
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
-        question, change = asks_to_read(turn), asks_to_change(turn)  # the turn's own words, not the request it leans on
+        question = asks_to_read(turn)  # the turn's own words, not the request it leans on
         sql = asked_sql(turn)
         turn = self._request(turn, history)
         path = bool(written_paths(turn))
@@ -307,12 +306,9 @@ class ToolCaller:
         # a question is answered by a tool its server marks read-only, where one is listed: "Is there anything to
         # commit?" had called git_commit
         reads = question and any(tool.read_only for tool in tools)
-        # and an order to change something by one it marks as changing: "Note in the knowledge graph that Alice likes
-        # hiking." had called read_graph
-        writes = change and any(tool.read_only is False for tool in tools)
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema, tool.description))
                     or (named and not schema.get("properties")) or (reads and tool.read_only is False)
-                    or (writes and tool.read_only is True) for tool, schema in zip(tools, schemas)]
+                    for tool, schema in zip(tools, schemas)]
         # the request writes more clock times or zones than this tool has room for, and a listed tool has more:
         # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the rest
         for kind, n in stated_kinds(turn).items():

@@ -77,55 +77,37 @@ def _unstated_sql(tool: Tool, arguments: Mapping[str, Any], request: str) -> str
     return None
 
 
-def empty_required_list(arguments: Any, schema: Mapping[str, Any]) -> str | None:
-    """The name of a required list parameter left empty, anywhere inside `arguments` (through nested objects and
-    lists), else None.
-
-    >>> items = {"type": "object", "required": ["name", "contents"], "properties": {"name": {"type": "string"},
-    ...     "contents": {"type": "array", "items": {"type": "string"}}}}
-    >>> schema = {"type": "object", "required": ["observations"], "properties": {"observations": {"type": "array",
-    ...     "items": items}}}
-    >>> empty_required_list({"observations": [{"name": "Dave", "contents": []}]}, schema)
-    'contents'
-    >>> empty_required_list({"observations": [{"name": "Dave", "contents": ["teacher"]}]}, schema) is None
-    True
-    """
-    if isinstance(arguments, list):
-        items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
-        return next((name for item in arguments if (name := empty_required_list(item, items))), None)
-    if not isinstance(arguments, Mapping):
-        return None
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    for name, value in arguments.items():
-        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
-        if value == [] and name in required:
-            return name
-        if (inner := empty_required_list(value, sub)) is not None:
-            return inner
-    return None
-
-
 def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: str) -> str | None:
-    """Why this call must not run (None: it may): the tool may destroy data and a value it writes is not stated, or
-    it changes something (MCP `readOnlyHint: false`) and a list it requires is empty, so it would change nothing ("Add a
-    person named Dave to the knowledge graph." had called `add_observations` with no observation)."""
+    """Why this call must not run (None: it may): the tool may destroy data and a value it writes is not stated."""
     if not arguments:
         return None
-    if tool.read_only is False and (empty := empty_required_list(arguments, tool.input_schema)) is not None:
-        return f"{tool.name} changes something and its required list {empty!r} is empty: the call would change nothing"
     if not tool.destructive:
         return _unstated_sql(tool, arguments, request)
     paths = set(request_paths(request))
     for name, value, schema in written_values(arguments, tool.input_schema):
         if isinstance(value, str) and _CONTENT.search(name) and value.strip() in paths:
             return f"{tool.name} may destroy data (its server says so) and would write the file name {value!r} as its {name}"
+        if isinstance(value, str) and _CONTENT.search(name) and _restates(value, request):
+            return f"{tool.name} may destroy data (its server says so) and would write the request itself as its {name}"
         # a value that is itself a path ("backups/notes.txt" for a destination) is read as one, pieces of the
         # request's paths included
         as_path = isinstance(value, str) and request_paths(value) == [value.strip()]
         if not stated("path" if as_path else name, value, request, schema) or (isinstance(value, str) and not _mostly_said(value, request)):
             return f"{tool.name} may destroy data (its server says so) and the request does not state its {name} {value!r}"
     return None
+
+
+def _restates(value: str, request: str) -> bool:
+    """The value is the request over again (four fifths of its words, three or more): "Stage the file notes.txt." had
+    called `write_file(path: "notes.txt", content: "Stage the file notes.txt")` and overwritten the file.
+
+    >>> _restates("Stage the file notes.txt", "Stage the file notes.txt."), _restates("buy milk", "Write 'buy milk' to a.txt")
+    (True, False)
+    """
+    word = r"[\w'-]+(?:\.[\w'-]+)*"  # "notes.txt" is one word, a full stop after it none
+    words = re.findall(word, request.lower())
+    own = set(re.findall(word, value.lower()))
+    return len(words) >= 3 and 5 * sum(w in own for w in words) >= 4 * len(words)
 
 
 def _mostly_said(value: str, request: str) -> bool:

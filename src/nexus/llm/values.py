@@ -568,24 +568,6 @@ def asks_to_read(request: str) -> bool:
     return bool(_QUESTION.match(request or "") or _SHOW.match(request or ""))
 
 
-# an order to change something: "Note in the knowledge graph that Alice likes hiking." (had called read_graph),
-# "Commit the staged changes …" (had called git_diff_staged); "add up 2, 3 and 4" is arithmetic, not a change
-_CHANGE = re.compile(r"^\s*(?:please\s+)?(?:(?:can|could|would)\s+you\s+(?:please\s+)?)?(?:add(?!\s+up\b)|create|make|note|"
-                     r"record|remember|save|store|write|delete|remove|rename|move|insert|update|change|set|commit|stage|"
-                     r"append|put|link|connect)\b", re.I)
-
-
-def asks_to_change(request: str) -> bool:
-    """Whether the request orders something changed (it opens with a verb that makes, writes, moves or deletes).
-
-    >>> asks_to_change("Note in the knowledge graph that Alice likes hiking."), asks_to_change("Commit my changes.")
-    (True, True)
-    >>> asks_to_change("Add up 19, 23 and 58."), asks_to_change("Show the staged changes."), asks_to_change("Noted, thanks")
-    (False, False, False)
-    """
-    return bool(_CHANGE.match(request or ""))
-
-
 def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
     """The required parameters that take a time zone, a date or a clock time when the request states none of that
     kind: a call to this tool would have to invent them ("What time is it in Tokyo?" gives `convert_time` no `time`).
