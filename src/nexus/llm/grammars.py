@@ -185,9 +185,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
             if name in required:  # the model writes [] for "data: 85, 90, 88"; a required list has items
                 sub.setdefault("minItems", 1)
         elif kind == "objects":  # a list of objects (and the lists inside them) is capped the same way: uncapped,
-            if name in required:  # the model wrote one entity after another to the cap; and a required one has items:
-                sub.setdefault("minItems", 1)  # "Record that Alice works at Acme as a relation." had sent relations: []
-            _cap_lists(sub, anchors.max_list_items(request), text_cap=_note_length(request))
+            _cap_lists(sub, anchors.max_list_items(request), text_cap=_note_length(request))  # the model wrote one
+            # entity after another to the cap
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
             anchored = []

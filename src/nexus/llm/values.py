@@ -139,6 +139,11 @@ def whole_expression(expression: str, request: str) -> str:
 
     >>> whole_expression("17%", "What's 17 percent of 350?"), whole_expression("17%", "17 percent of 350 or 2 * 3?")
     ('17 / 100 * 350', '17%')
+
+    or copied the request's list of numbers ("19, 23 and 58" for "Add up 19, 23 and 58.", which the calculator refused):
+
+    >>> whole_expression("19, 23 and 58", "Add up 19, 23 and 58."), whole_expression("19 and x", "Add up 19, 23 and 58.")
+    ('19 + 23 + 58', '19 and x')
     """
     squeezed = re.sub(r"\s+", "", expression)
     spans = expression_spans(request)
@@ -146,7 +151,8 @@ def whole_expression(expression: str, request: str) -> str:
         if squeezed and squeezed in span.replace(" ", ""):
             return span
     own = _DIGITS.findall(expression)
-    if len(spans) == 1 and own and not re.search(r"[a-z]", expression, re.I) and set(own) <= set(_DIGITS.findall(spans[0])):
+    words = re.sub(r"\band\b", " ", expression, flags=re.I)  # a list's "and" is no word of its own
+    if len(spans) == 1 and own and not re.search(r"[a-z]", words, re.I) and set(own) <= set(_DIGITS.findall(spans[0])):
         return spans[0]
     return expression
 
