@@ -262,7 +262,12 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     assert grammar_schema(write, "run a write")["properties"]["query"]["pattern"] == '^(INSERT|UPDATE|DELETE) [^"\\\\]*$'
     # a request that opens with one statement's verb gets that statement ("Insert a book …" had got "DELETE DUNE")
     assert grammar_schema(write, "add a row")["properties"]["query"]["pattern"] == '^INSERT INTO [^"\\\\]*$'
-    assert grammar_schema(write, "Remove note 2")["properties"]["query"]["pattern"] == '^DELETE FROM [^"\\\\]*$'
+    # ... and, when it states its values, a statement built from its words: the table it names, those values
+    assert grammar_schema(write, "Remove note 2")["properties"]["query"]["pattern"] == (
+        "^DELETE FROM (note|notes) WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$")
+    assert grammar_schema(write, "Delete the note with id 2 from the notes table.")["properties"]["query"]["pattern"] == (
+        "^DELETE FROM (notes) WHERE (id) = (2)$")
+    assert grammar_schema(write, "Remove every note")["properties"]["query"]["pattern"] == '^DELETE FROM [^"\\\\]*$'
     # a parameter that says only "SQL query" takes the statements its tool's description names
     plain = {"type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}},
              "required": ["query"]}

@@ -100,7 +100,7 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
     >>> print(sql_pattern("SQL query to execute", "", "Execute an INSERT, UPDATE, or DELETE query on the SQLite database"))
     ^(INSERT|UPDATE|DELETE) [^"\\\\]*$
     >>> print(sql_pattern("SQL query to execute", "Insert a book called 'Dune' into the books table.", "Run an INSERT or DELETE"))
-    ^INSERT INTO [^"\\\\]*$
+    ^INSERT INTO (books) \\(([A-Za-z][A-Za-z0-9_]{0,30})\\) VALUES \\(('Dune')\\)$
     """
     match = SQL_KINDS.match(description)
     if match:
@@ -113,13 +113,63 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
     verb = re.match(r"\W*(?:please\s+)?(\w+)", request or "")
     asked = _SQL_VERBS.get(verb.group(1).lower()) if verb else None
     if asked and asked.split()[0] in kinds:
-        return "^" + asked + ' [^"\\\\]*$'
+        return _row_statement(asked, request) or "^" + asked + ' [^"\\\\]*$'
     if kinds != ["CREATE TABLE"]:
         return "^(" + "|".join(kinds) + ') [^"\\\\]*$'
     names = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, request)) if w.lower() not in _SQL_FILLER]
     name = "(" + "|".join(names) + ")" if names else _IDENTIFIER
     column = f"{name} {_TYPES}"
     return f"^CREATE TABLE {name} \\({column}(, {column}){{0,{max(len(names) - 2, 0) if names else 15}}}\\)$"
+
+
+_ROW_FILLER = _SQL_FILLER | frozenset("insert delete remove put row rows entry entries record records".split())
+_COLUMN = "([A-Za-z][A-Za-z0-9_]{0,30})"
+_ROW_LITERAL = re.compile(r"[\w ]+")  # a value the pattern can hold as it is (no quote, bracket or dot to escape)
+
+
+def _row_statement(asked: str, request: str) -> str | None:
+    r"""An INSERT or a DELETE asked for in words, as a pattern built from the request: the table and column names among
+    its words (or their plurals: "the note with id 2" is in table notes), a column any short name, the values among what it quotes and its
+    numbers, as many values as columns, and a DELETE always with its WHERE. None when the request states no value or
+    quotes one the pattern cannot hold as it is; the free pattern is then used. Free, the model wrote "INSERT INTO
+    DUNE" and "DELETE FROM BOOK:DUNE" for "… a book called 'Dune' … the books table" and looped on "Insert a row with
+    title 'Buy milk' into the notes table.".
+
+    >>> print(_row_statement("DELETE FROM", "Delete note 2."))
+    ^DELETE FROM (note|notes) WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$
+    >>> print(_row_statement("INSERT INTO", "Insert a row with title 'Buy milk' into the notes table."))
+    ^INSERT INTO (notes) \((title)\) VALUES \(('Buy milk')\)$
+    >>> _row_statement("DELETE FROM", "Delete everything from the notes table."), _row_statement("UPDATE", "Update x to 3")
+    (None, None)
+    """
+    from nexus.llm.values import quoted_spans
+
+    if asked not in ("INSERT INTO", "DELETE FROM"):
+        return None
+    quoted = quoted_spans(request)
+    if any(not _ROW_LITERAL.fullmatch(q) for q in quoted):
+        return None
+    bare = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", request)
+    values = list(dict.fromkeys([f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)))
+    words = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, bare)) if w.lower() not in _ROW_FILLER]
+    table = re.search(r"\b([A-Za-z_]\w*)\s+table\b|\btable\s+(?:named\s+|called\s+)?([A-Za-z_]\w*)", bare)
+    named = (table.group(1) or table.group(2)) if table else None
+    if named and named.lower() not in _ROW_FILLER:  # "the notes table" names it
+        words = [named]
+    names = list(dict.fromkeys(n for w in words for n in (w, w if w.endswith("s") else w + "s")))
+    if not values or not names:
+        return None
+    name, value = "(" + "|".join(names) + ")", "(" + "|".join(values) + ")"
+    # a column is the word the request writes before a value ("with title 'Buy milk'", "id 2"), else any short name (it
+    # is often a word the request does not say: "a book called 'Dune'" is a title)
+    before = [w for w, _ in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
+              if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names]  # "note 2": its id
+    column = "(" + "|".join(dict.fromkeys(before)) + ")" if before else _COLUMN
+    if asked == "DELETE FROM":
+        return f"^DELETE FROM {name} WHERE {column} = {value}$"
+    rows = [f"\\({column}{f'(, {column}){{{n - 1}}}' if n > 1 else ''}\\) VALUES \\({value}{f'(, {value}){{{n - 1}}}' if n > 1 else ''}\\)"
+            for n in range(1, min(len(values), 3) + 1)]
+    return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else "(" + "|".join(rows) + ")") + "$"
 
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "",
