@@ -268,6 +268,9 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     assert grammar_schema(write, "Delete the note with id 2 from the notes table.")["properties"]["query"]["pattern"] == (
         "^DELETE FROM (notes) WHERE (id) = (2)$")
     assert grammar_schema(write, "Remove every note")["properties"]["query"]["pattern"] == '^DELETE FROM [^"\\\\]*$'
+    update = grammar_schema(write, "Update the note with id 1 in the notes table so its title is 'Buy oat milk'.")
+    assert update["properties"]["query"]["pattern"] == ("^UPDATE (notes) SET ([A-Za-z][A-Za-z0-9_]{0,30}) = ('Buy oat milk') "
+                                                        "WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (1)$")
     # a parameter that says only "SQL query" takes the statements its tool's description names
     plain = {"type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}},
              "required": ["query"]}

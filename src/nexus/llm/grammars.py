@@ -128,23 +128,25 @@ _ROW_LITERAL = re.compile(r"[\w ]+")  # a value the pattern can hold as it is (n
 
 
 def _row_statement(asked: str, request: str) -> str | None:
-    r"""An INSERT or a DELETE asked for in words, as a pattern built from the request: the table and column names among
-    its words (or their plurals: "the note with id 2" is in table notes), a column any short name, the values among what it quotes and its
-    numbers, as many values as columns, and a DELETE always with its WHERE. None when the request states no value or
-    quotes one the pattern cannot hold as it is; the free pattern is then used. Free, the model wrote "INSERT INTO
-    DUNE" and "DELETE FROM BOOK:DUNE" for "… a book called 'Dune' … the books table" and looped on "Insert a row with
-    title 'Buy milk' into the notes table.".
+    r"""An INSERT, UPDATE or DELETE asked for in words, as a pattern built from the request: the table it names, else
+    its words or their plurals ("the note with id 2" is in table notes); a column the word written before a value, else
+    any short name; the values among what it quotes and its numbers, as many values as columns; an UPDATE and a DELETE
+    always with a WHERE. None when the request states no value or quotes one the pattern cannot hold as it is; the free
+    pattern is then used. Free, the model wrote "INSERT INTO DUNE" and "DELETE FROM BOOK:DUNE" for "… a book called
+    'Dune' … the books table" and looped on "Insert a row with title 'Buy milk' into the notes table.".
 
     >>> print(_row_statement("DELETE FROM", "Delete note 2."))
     ^DELETE FROM (note|notes) WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$
     >>> print(_row_statement("INSERT INTO", "Insert a row with title 'Buy milk' into the notes table."))
     ^INSERT INTO (notes) \((title)\) VALUES \(('Buy milk')\)$
-    >>> _row_statement("DELETE FROM", "Delete everything from the notes table."), _row_statement("UPDATE", "Update x to 3")
+    >>> print(_row_statement("UPDATE", "In the notes table, set the title of note 2 to 'Groceries'."))
+    ^UPDATE (notes) SET ([A-Za-z][A-Za-z0-9_]{0,30}) = ('Groceries') WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$
+    >>> _row_statement("DELETE FROM", "Delete everything from the notes table."), _row_statement("SELECT", "Show note 3")
     (None, None)
     """
     from nexus.llm.values import quoted_spans
 
-    if asked not in ("INSERT INTO", "DELETE FROM"):
+    if asked not in ("INSERT INTO", "DELETE FROM", "UPDATE"):
         return None
     quoted = quoted_spans(request)
     if any(not _ROW_LITERAL.fullmatch(q) for q in quoted):
@@ -167,6 +169,11 @@ def _row_statement(asked: str, request: str) -> str | None:
     column = "(" + "|".join(dict.fromkeys(before)) + ")" if before else _COLUMN
     if asked == "DELETE FROM":
         return f"^DELETE FROM {name} WHERE {column} = {value}$"
+    if asked == "UPDATE":  # the column it sets and the one it finds the row by are seldom both written: any short name;
+        # with text and a number stated, the text is what it sets and the number the row ("set note 2's title to 'X'")
+        texts, numbers = [v for v in values if v.startswith("'")], [v for v in values if not v.startswith("'")]
+        new, row = ("(" + "|".join(texts) + ")", "(" + "|".join(numbers) + ")") if texts and numbers else (value, value)
+        return f"^UPDATE {name} SET {_COLUMN} = {new} WHERE {_COLUMN} = {row}$"
     rows = [f"\\({column}{f'(, {column}){{{n - 1}}}' if n > 1 else ''}\\) VALUES \\({value}{f'(, {value}){{{n - 1}}}' if n > 1 else ''}\\)"
             for n in range(1, min(len(values), 3) + 1)]
     return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else "(" + "|".join(rows) + ")") + "$"
