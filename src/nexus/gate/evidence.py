@@ -175,8 +175,12 @@ def stated_sql(text: str) -> str | None:
 
 # a statement asked for in words, about a named table ("How many books are in the books table?", "Insert a book … into
 # the books table"): the gate's cross-encoder reads "rows" and "SELECT query" as unrelated and ranked read_query 4th-10th
-_TABLE = r"(?:\b(?!(?:a|an|the|this|that|each|every|new)\b)[\w-]+\s+table\b|\btable\s+(?!(?:of|with|for|in|to|from|named|called)\b)[\w-]+)"
-_WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:insert|add|put|delete|remove|update|change|set)\b.*{_TABLE}", re.I)
+_TABLE = (r"(?:\b(?!(?:a|an|the|this|that|each|every|new)\b)([\w-]+)\s+table\b"
+          r"|\btable\s+(?!(?:of|with|for|in|to|from|named|called)\b)([\w-]+))")
+# the verbs that ask for a statement that writes, and the statement each asks for (`grammars.sql_pattern` too)
+WRITE_VERBS = {"insert": "INSERT INTO", "add": "INSERT INTO", "put": "INSERT INTO", "delete": "DELETE FROM",
+               "remove": "DELETE FROM", "update": "UPDATE", "change": "UPDATE", "set": "UPDATE"}
+_WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b.*{_TABLE}", re.I)
 _READ_WORDS = re.compile(rf"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+many|count|list|show|get|fetch|find|"
                          rf"select|give\s+me|tell\s+me|what|which|who)\b.*{_TABLE}", re.I)
 _ABOUT_SCHEMA = re.compile(r"\b(columns?|schema|structure|fields?|describe|definition|tables|create|drop|rename)\b", re.I)
@@ -200,6 +204,16 @@ def sql_in_words(text: str) -> str | None:
     if _WRITE_WORDS.search(text):
         return "write"
     return "read" if _READ_WORDS.search(text) else None
+
+
+def named_table(text: str) -> str | None:
+    """The table a request names ("the books table", "table notes"), else None.
+
+    >>> named_table("Delete the note with id 2 from the notes table."), named_table("Book a table for 2")
+    ('notes', None)
+    """
+    match = re.search(_TABLE, text or "", re.I)
+    return (match.group(1) or match.group(2)) if match else None
 
 
 def asked_sql(text: str) -> str | None:

@@ -98,16 +98,15 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
 
 
 def _restates(value: str, request: str) -> bool:
-    """The value is the request over again (four fifths of its words, three or more): "Stage the file notes.txt." had
-    called `write_file(path: "notes.txt", content: "Stage the file notes.txt")` and overwritten the file.
+    """The value is the request over again (four fifths of its words of three letters or more, three at least:
+    `values.words_said`): "Stage the file notes.txt." had called `write_file(path: "notes.txt", content: "Stage the
+    file notes.txt")` and overwritten the file.
 
     >>> _restates("Stage the file notes.txt", "Stage the file notes.txt."), _restates("buy milk", "Write 'buy milk' to a.txt")
     (True, False)
     """
-    word = r"[\w'-]+(?:\.[\w'-]+)*"  # "notes.txt" is one word, a full stop after it none
-    words = re.findall(word, request.lower())
-    own = set(re.findall(word, value.lower()))
-    return len(words) >= 3 and 5 * sum(w in own for w in words) >= 4 * len(words)
+    said, own = words_said(request, value)  # the request's words the value uses
+    return own >= 3 and 5 * said >= 4 * own
 
 
 def _mostly_said(value: str, request: str) -> bool:

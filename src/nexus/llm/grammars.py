@@ -20,6 +20,7 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
+from nexus.gate.evidence import WRITE_VERBS, is_sql_parameter, named_table
 from nexus.slb.lexical import STOPWORDS
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,6 @@ SQL_KINDS = re.compile(rf"^\s*({_SQL_KEYWORD}(?:\s*,\s*(?:or\s+)?{_SQL_KEYWORD}|
 
 # the statements a tool's description names in capitals ("Execute a SELECT query"); CREATE alone names no statement
 _TOOL_SQL_KEYWORD = r"(?:SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|DROP TABLE|ALTER TABLE)"
-_SQL_VERBS = {"insert": "INSERT INTO", "add": "INSERT INTO", "put": "INSERT INTO", "delete": "DELETE FROM",
-              "remove": "DELETE FROM", "update": "UPDATE", "change": "UPDATE", "set": "UPDATE"}
 _IDENTIFIER = "[A-Za-z_][A-Za-z0-9_]*"
 _TYPES = "(TEXT|INTEGER|REAL)"
 # words of a create-table request that name no table or column: the lexical channel's stop words and the request's verbs
@@ -111,13 +110,13 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
             return None
     # a request that opens with the verb of one of them asks for that one ("Insert a book …": INSERT INTO, not DELETE)
     verb = re.match(r"\W*(?:please\s+)?(\w+)", request or "")
-    asked = _SQL_VERBS.get(verb.group(1).lower()) if verb else None
+    asked = WRITE_VERBS.get(verb.group(1).lower()) if verb else None
     if asked and asked.split()[0] in kinds:
         return _row_statement(asked, request) or "^" + asked + ' [^"\\\\]*$'
     if kinds != ["CREATE TABLE"]:
         return "^(" + "|".join(kinds) + ') [^"\\\\]*$'
     names = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, request)) if w.lower() not in _SQL_FILLER]
-    name = "(" + "|".join(names) + ")" if names else _IDENTIFIER
+    name = _one_of(names) if names else _IDENTIFIER
     column = f"{name} {_TYPES}"
     return f"^CREATE TABLE {name} \\({column}(, {column}){{0,{max(len(names) - 2, 0) if names else 15}}}\\)$"
 
@@ -154,29 +153,37 @@ def _row_statement(asked: str, request: str) -> str | None:
     bare = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", request)
     values = list(dict.fromkeys([f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)))
     words = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, bare)) if w.lower() not in _ROW_FILLER]
-    table = re.search(r"\b([A-Za-z_]\w*)\s+table\b|\btable\s+(?:named\s+|called\s+)?([A-Za-z_]\w*)", bare)
-    named = (table.group(1) or table.group(2)) if table else None
+    named = named_table(bare)
     if named and named.lower() not in _ROW_FILLER:  # "the notes table" names it
         words = [named]
     names = list(dict.fromkeys(n for w in words for n in (w, w if w.endswith("s") else w + "s")))
     if not values or not names:
         return None
-    name, value = "(" + "|".join(names) + ")", "(" + "|".join(values) + ")"
+    name, value = _one_of(names), _one_of(values)
     # a column is the word the request writes before a value ("with title 'Buy milk'", "id 2"), else any short name (it
     # is often a word the request does not say: "a book called 'Dune'" is a title)
     before = [w for w, _ in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
               if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names]  # "note 2": its id
-    column = "(" + "|".join(dict.fromkeys(before)) + ")" if before else _COLUMN
+    column = _one_of(before) if before else _COLUMN
     if asked == "DELETE FROM":
         return f"^DELETE FROM {name} WHERE {column} = {value}$"
     if asked == "UPDATE":  # the column it sets and the one it finds the row by are seldom both written: any short name;
         # with text and a number stated, the text is what it sets and the number the row ("set note 2's title to 'X'")
         texts, numbers = [v for v in values if v.startswith("'")], [v for v in values if not v.startswith("'")]
-        new, row = ("(" + "|".join(texts) + ")", "(" + "|".join(numbers) + ")") if texts and numbers else (value, value)
+        new, row = (_one_of(texts), _one_of(numbers)) if texts and numbers else (value, value)
         return f"^UPDATE {name} SET {_COLUMN} = {new} WHERE {_COLUMN} = {row}$"
-    rows = [f"\\({column}{f'(, {column}){{{n - 1}}}' if n > 1 else ''}\\) VALUES \\({value}{f'(, {value}){{{n - 1}}}' if n > 1 else ''}\\)"
-            for n in range(1, min(len(values), 3) + 1)]
-    return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else "(" + "|".join(rows) + ")") + "$"
+    rows = [f"\\({_times(column, n)}\\) VALUES \\({_times(value, n)}\\)" for n in range(1, min(len(values), 3) + 1)]
+    return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else _one_of(rows)) + "$"
+
+
+def _one_of(options: Sequence[str]) -> str:
+    """A pattern group of alternatives, each once, in order."""
+    return "(" + "|".join(dict.fromkeys(options)) + ")"
+
+
+def _times(item: str, n: int) -> str:
+    """`item` n times, comma-separated, as a pattern ("a" 3 -> "a(, a){2}")."""
+    return item + (f"(, {item}){{{n - 1}}}" if n > 1 else "")
 
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "",
@@ -198,7 +205,6 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     states fewer than its parameters of that kind need (`_with_context`). `written_only` (given the request) keeps
     only the parameters the model is to write — the required ones and those the request mentions — for a decode
     after one that looped in an optional parameter the request never talks about."""
-    from nexus.gate.evidence import is_sql_parameter
     from nexus.llm import anchors, directions
     from nexus.llm.values import (bare_count, closed_choices, is_rate_parameter, mentioned, percent_only, request_numbers,
                                    unclaimed_counts)
