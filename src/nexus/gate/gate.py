@@ -287,11 +287,14 @@ class BoundaryGate:
         if kind is None:
             return []
         registry = self.registry
-        if any(h.key in registry and runs_sql(registry.get(h.key).description, registry.get(h.key).input_schema, kind)
-               for h in hits):
+
+        def runs(key: str) -> bool:
+            tool = registry.get(key)
+            return runs_sql(tool.description, tool.input_schema, kind)
+
+        if any(h.key in registry and runs(h.key) for h in hits):
             return []
-        keys = [k for k in registry.keys() if runs_sql(registry.get(k).description, registry.get(k).input_schema, kind)]
-        return self.slb.hits_for(text, keys[:SQL_RUNNERS])
+        return self.slb.hits_for(text, [k for k in registry.keys() if runs(k)][:SQL_RUNNERS])
 
     def _evidence_tools(self, turn: str, hits: Sequence[Hit]) -> set[int]:
         """Candidates (indices into `hits`) whose whole input the turn states (`nexus.gate.evidence`): an arithmetic
