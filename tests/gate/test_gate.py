@@ -278,3 +278,21 @@ def test_prescored_logits_stand_in_for_the_cross_encoder_only_for_their_own_text
     assert gate.decide(turn, hits=hits, prescored=replace(rigged, text="book a flight")).candidates[0].key == "send_email"
     partial = Prescored(turn, {"book_flight": 5.0})
     assert gate.decide(turn, hits=hits, prescored=partial).candidates[0].key == "send_email"
+
+
+def test_a_turn_asking_for_sql_gets_the_registry_tool_that_runs_it_when_the_slb_missed_it():
+    """"List all the titles in the books table." had no read_query among the SLB's candidates, so the SQL evidence had
+    nothing to put first (`BoundaryGate._sql_runners`)."""
+    read = Tool("read_query", "Execute a SELECT query on the SQLite database", {"type": "object", "properties": {
+        "query": {"type": "string", "description": "SELECT SQL query to execute"}}, "required": ["query"]}, "db")
+    reg = Registry()
+    reg.set_source("t", TOOLS)
+    reg.set_source("db", [read])
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    turn = "List all the titles in the books table."
+    assert "read_query" not in [h.key for h in slb.search(turn, k=2)]
+    d = _gate(reg, slb, k=2).decide(turn)
+    assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_query"
+    # a turn that asks for no SQL gets no such tool
+    assert "read_query" not in [h.key for h in _gate(reg, slb, k=2).decide("send an email to my boss").candidates]
