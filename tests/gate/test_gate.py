@@ -95,6 +95,8 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Hi there, how are you doing?", False), ("Hey, and what about Tokyo?", True), ("Hello again, and in Celsius?", True),
     ("Perfect, that's exactly what I needed.", False), ("That is just what I wanted, thanks", False),
     ("Is that what I asked for?", True),
+    ("That was really helpful, cheers!", False), ("It was very useful.", False), ("That was great, now do it for Oslo", True),
+    ("Was that helpful?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

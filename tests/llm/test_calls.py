@@ -348,6 +348,25 @@ def test_a_question_weighs_down_a_tool_its_server_marks_as_changing_something(tu
     assert _shortlist_prior(plain, turn, "git_commit", "git_status")["git_commit"] == pytest.approx(0.9)
 
 
+@pytest.mark.parametrize("turn, weighted", [("Remove Acme from the knowledge graph.", "create_entities"),
+                                            ("Please delete Acme from the graph", "create_entities"),
+                                            ("Add Acme to the knowledge graph.", "delete_entities"),
+                                            ("Show me Acme", None)])
+def test_a_tool_named_to_create_is_weighted_down_when_the_request_asks_to_remove(turn, weighted):
+    """"Remove Acme from the knowledge graph." had called create_entities, listed above delete_entities; the gate's
+    prior moves to the tool whose name does what the request opens by asking (and the other way round)."""
+    entity = {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}}, "required": ["names"]}
+    create = Tool("create_entities", "Create entities in the knowledge graph", entity, "s")
+    delete = Tool("delete_entities", "Delete entities from the knowledge graph", entity, "s")
+    prior = _shortlist_prior([create, delete], turn, "create_entities", "delete_entities")
+    if weighted == "create_entities":
+        assert prior["create_entities"] == pytest.approx(0.09 / 0.19) and prior["delete_entities"] > prior["create_entities"]
+    elif weighted == "delete_entities":
+        assert prior["delete_entities"] == pytest.approx(0.01 / 0.91)
+    else:
+        assert prior["create_entities"] == pytest.approx(0.9)
+
+
 @pytest.mark.parametrize("turn, weighted", [("If it is 14:30 in Berlin, what time is it in New York?", True),
                                             ("When it's 6pm in Sydney, what time is it in Los Angeles?", True),
                                             ("What time is it in Berlin right now?", False)])

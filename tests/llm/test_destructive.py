@@ -63,6 +63,19 @@ def test_the_request_itself_is_no_files_content():
                            "Create a file called todo.txt containing 'water the plants'.") is None
 
 
+def test_content_pieced_together_from_the_request_is_held_back():
+    """"In notes.txt, replace the word milk with bread." had overwritten notes.txt with "milk bread": both words are
+    the request's, but it never writes them together."""
+    request = "In notes.txt, replace the word milk with bread."
+    why = unstated_change(WRITE, {"path": "notes.txt", "content": "milk bread"}, request)
+    assert why and "does not write together" in why
+    assert unstated_change(WRITE, {"path": "notes.txt", "content": "bread"}, request) is None  # one word: a run of one
+    edits = {"path": "notes.txt", "edits": [{"oldText": "milk", "newText": "bread"}]}
+    assert unstated_change(EDIT, edits, request) is None
+    assert unstated_change(WRITE, {"path": "a.txt", "content": "meeting at 5pm!"},
+                           "Write 'Meeting at 5pm' into a.txt") is None  # case and punctuation aside
+
+
 def test_values_inside_lists_of_objects_are_looked_up():
     args = {"relations": [{"from": "1", "to": "2", "relationType": "insert"}]}
     assert [(n, v) for n, v, _ in written_values(args, UNLINK.input_schema)] == [

@@ -281,6 +281,31 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     assert "pattern" not in grammar_schema(free, "count the rows")["properties"]["query"]
 
 
+def test_a_read_in_words_about_a_table_that_states_nothing_more_is_every_row_or_their_count():
+    """"How many rows are in the notes table?" had run "SELECT * FROM notes WHERE name = 'notes'" (no such column)."""
+    read = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+            "required": ["query"]}
+
+    def pattern(request):
+        return grammar_schema(read, request)["properties"]["query"].get("pattern")
+
+    assert pattern("How many rows are in the notes table?") == "^SELECT COUNT\\(\\*\\) FROM notes$"
+    assert pattern("List every book in the books table.") == "^SELECT \\* FROM books$"
+    # a value, a filter or an order leaves the statement to the model, after its keyword
+    for request in ("Show the notes in the notes table whose title is 'x'", "Show the 3 newest rows of the notes table",
+                    "List the notes table sorted by title", "Show me the notes"):
+        assert pattern(request) == '^(SELECT) [^"\\\\]*$'
+    assert 'COUNT' in arguments_gbnf(read, "How many rows are in the notes table?")  # llama.cpp's converter takes it
+
+
+def test_a_participle_before_a_value_names_the_column_it_is_made_from():
+    """"Add a note titled 'Pay rent' to the notes table." had inserted into a column named "titled"."""
+    write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
+             "required": ["query"]}
+    shaped = grammar_schema(write, "Add a note titled 'Pay rent' to the notes table.")
+    assert shaped["properties"]["query"]["pattern"] == "^INSERT INTO (notes) \\((title|titl)\\) VALUES \\(('Pay rent')\\)$"
+
+
 def test_a_required_string_whose_description_lists_its_only_values_takes_one_of_them():
     """mcp-server-git's git_branch got `branch_type: "git"` (refused) for "List the branches of the repo"."""
     branch = {"type": "object", "properties": {"branch_type": {"type": "string", "description":

@@ -298,3 +298,15 @@ def test_a_select_loses_a_where_clause_of_values_the_request_never_states():
     assert out == {"query": "SELECT * FROM notes"}
     kept = normalise_arguments({"query": "SELECT * FROM notes WHERE id = 2"}, schema, "Show note 2 from the notes table.")
     assert kept == {"query": "SELECT * FROM notes WHERE id = 2"}
+
+
+def test_an_optional_exclusion_is_dropped_unless_the_request_leaves_something_out():
+    """"Find every .txt file in the workspace." had searched with `excludePatterns: ["*.txt"]` and found nothing."""
+    search = {"type": "object", "required": ["path", "pattern"], "properties": {
+        "path": {"type": "string"}, "pattern": {"type": "string"},
+        "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": []}}}
+    call = {"path": ".", "pattern": "*.txt", "excludePatterns": ["*.txt"]}
+    assert normalise_arguments(call, search, "Find every .txt file in the workspace.") == {"path": ".", "pattern": "*.txt"}
+    kept = normalise_arguments({"path": ".", "pattern": "*.txt", "excludePatterns": ["backups"]}, search,
+                               "Find the .txt files, but not the ones in backups.")
+    assert kept["excludePatterns"] == ["backups"]

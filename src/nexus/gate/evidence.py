@@ -242,3 +242,33 @@ def runs_sql(description: str, schema: Mapping[str, Any], kind: str) -> bool:
     text = " ".join([description, *(str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping))])
     named = {k for k, words in _SQL_KINDS.items() if any(re.search(rf"\b{w}\b", text) for w in words)}
     return kind in named or not named
+
+
+# what a request's opening verb asks done, against the verb a tool's name carries: removing against creating
+_ASKS = {"remove": "remove", "delete": "remove", "erase": "remove", "drop": "remove", "forget": "remove",
+         "discard": "remove", "purge": "remove", "unlink": "remove",
+         "add": "create", "create": "create", "insert": "create", "make": "create", "record": "create",
+         "note": "create", "remember": "create", "register": "create", "append": "create", "store": "create"}
+_DOES = {"remove": "remove", "delete": "remove", "erase": "remove", "drop": "remove", "purge": "remove",
+         "unlink": "remove", "destroy": "remove", "create": "create", "add": "create", "insert": "create",
+         "append": "create", "new": "create", "make": "create"}
+_OPENING = re.compile(r"^\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:go\s+ahead\s+and\s+)?([a-z]+)", re.I)
+
+
+def contrary(request: str, name: str) -> bool:
+    """The request opens by asking to remove something and the tool's name says it creates, or the other way round:
+    "Remove Acme from the knowledge graph." had called `create_entities`, whose name the model read as "entities".
+
+    >>> contrary("Remove Acme from the knowledge graph.", "create_entities"), contrary("Please add Bob.", "delete_entities")
+    (True, True)
+    >>> contrary("Remove Acme from the knowledge graph.", "delete_entities"), contrary("Show Acme", "create_entities")
+    (False, False)
+    >>> contrary("Delete the book 'Dune' from the books table.", "write_query")  # "write" runs any statement
+    False
+    """
+    opening = _OPENING.match(request or "")
+    asked = _ASKS.get(opening.group(1).lower()) if opening else None
+    if asked is None:
+        return False
+    does = {_DOES.get(w.lower()) for w in split_identifier(name).split()} - {None}
+    return bool(does) and asked not in does

@@ -56,7 +56,9 @@ _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|one
 _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b", re.I)
 # acknowledgements, also as "that's perfect": a turn of its own, or the lead of a sign-off ("That's perfect, thank you!"
 # had read its "that" as a reference back and called the previous turn's tool)
-_ACK = r"(?:that'?s\s+|that\s+is\s+)?(?:ok(?:ay)?|great|cool|perfect|nice|fine|brilliant|wonderful|excellent|awesome|helpful)"
+# (also "That was really helpful, cheers!", whose "that" had borrowed the knowledge-graph request before it)
+_ACK = (r"(?:(?:that|this|it)(?:'?s|\s+is|\s+was|\s+has\s+been)\s+)?(?:(?:really|very|so|super|most|incredibly)\s+)?"
+        r"(?:ok(?:ay)?|great|cool|perfect|nice|fine|brilliant|wonderful|excellent|awesome|helpful|useful|lovely|amazing|fantastic)")
 _CLOSERS = re.compile(rf"^\s*(thanks?( you)?|thank you|thx|{_ACK}|bye|goodbye|got it)\W*$", re.I)
 # "Hello there!", "Good morning", "Hi there, how are you doing?": a turn that opens with a greeting opens a
 # conversation, so it never borrows the turn before it (as a short turn the demo's "Hello there!" took "Remember Bob's

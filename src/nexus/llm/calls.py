@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import asked_sql, runs_sql
+from nexus.gate.evidence import asked_sql, contrary, runs_sql
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
@@ -290,11 +290,13 @@ class ToolCaller:
         (MCP `readOnlyHint: false`) when a read-only one is listed beside it; and a tool with room for fewer of the
         clock times or (from two) time zones the request writes than another listed tool has is weighted down
         too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
-        no SQL of the kind the turn writes out or asks for in words when a listed one does (`evidence.runs_sql`).
+        no SQL of the kind the turn writes out or asks for in words when a listed one does (`evidence.runs_sql`), and
+        one whose name creates what the turn asks to remove, or removes what it asks to add (`evidence.contrary`).
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
+        contrary_names = [contrary(turn, key) for key in keys]
         sql = asked_sql(turn)
         turn = self._request(turn, history)
         path = bool(written_paths(turn))
@@ -307,8 +309,8 @@ class ToolCaller:
         # commit?" had called git_commit
         reads = question and any(tool.read_only for tool in tools)
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema, tool.description))
-                    or (named and not schema.get("properties")) or (reads and tool.read_only is False)
-                    for tool, schema in zip(tools, schemas)]
+                    or (named and not schema.get("properties")) or (reads and tool.read_only is False) or against
+                    for tool, schema, against in zip(tools, schemas, contrary_names)]
         # the request writes more clock times or zones than this tool has room for, and a listed tool has more:
         # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the rest
         for kind, n in stated_kinds(turn).items():

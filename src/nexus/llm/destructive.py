@@ -94,6 +94,9 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
         as_path = isinstance(value, str) and request_paths(value) == [value.strip()]
         if not stated("path" if as_path else name, value, request, schema) or (isinstance(value, str) and not _mostly_said(value, request)):
             return f"{tool.name} may destroy data (its server says so) and the request does not state its {name} {value!r}"
+        if isinstance(value, str) and _CONTENT.search(name) and _spliced(value, request):
+            return (f"{tool.name} may destroy data (its server says so) and its {name} {value!r} puts together words the "
+                    "request does not write together")
     return None
 
 
@@ -107,6 +110,25 @@ def _restates(value: str, request: str) -> bool:
     """
     said, own = words_said(request, value)  # the request's words the value uses
     return own >= 3 and 5 * said >= 4 * own
+
+
+def _spliced(value: str, request: str) -> bool:
+    """A text of two words or more that the request does not write as one run (letters and digits compared, case
+    aside): what a file should say is copied whole, so pieces put together are the model's own. "In notes.txt,
+    replace the word milk with bread." had called `write_file(path: "notes.txt", content: "milk bread")` and
+    overwritten the file.
+
+    >>> _spliced("milk bread", "In notes.txt, replace the word milk with bread."), _spliced("Water the plants!", "Create todo.txt containing 'water the plants'")
+    (True, False)
+    """
+    own, said = _runs(value), _runs(request)
+    if len(own) < 2:
+        return False
+    return not any(said[i:i + len(own)] == own for i in range(len(said) - len(own) + 1))
+
+
+def _runs(text: str) -> list[str]:
+    return re.findall(r"[^\W\d_]+|\d+", text.lower())
 
 
 def _mostly_said(value: str, request: str) -> bool:

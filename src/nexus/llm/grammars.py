@@ -20,7 +20,7 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from nexus.gate.evidence import WRITE_VERBS, is_sql_parameter, named_table
+from nexus.gate.evidence import WRITE_VERBS, is_sql_parameter, named_table, sql_in_words
 from nexus.slb.lexical import STOPWORDS
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,9 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
     asked = WRITE_VERBS.get(verb.group(1).lower()) if verb else None
     if asked and asked.split()[0] in kinds:
         return _row_statement(asked, request) or "^" + asked + ' [^"\\\\]*$'
+    read = _read_statement(request) if "SELECT" in kinds else None
+    if read:
+        return read
     if kinds != ["CREATE TABLE"]:
         return "^(" + "|".join(kinds) + ') [^"\\\\]*$'
     names = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, request)) if w.lower() not in _SQL_FILLER]
@@ -164,7 +167,7 @@ def _row_statement(asked: str, request: str) -> str | None:
     # is often a word the request does not say: "a book called 'Dune'" is a title)
     before = [w for w, _ in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
               if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names]  # "note 2": its id
-    column = _one_of(before) if before else _COLUMN
+    column = _one_of([c for w in before for c in _column_names(w)]) if before else _COLUMN
     if asked == "DELETE FROM":
         return f"^DELETE FROM {name} WHERE {column} = {value}$"
     if asked == "UPDATE":  # the column it sets and the one it finds the row by are seldom both written: any short name;
@@ -174,6 +177,49 @@ def _row_statement(asked: str, request: str) -> str | None:
         return f"^UPDATE {name} SET {_COLUMN} = {new} WHERE {_COLUMN} = {row}$"
     rows = [f"\\({_times(column, n)}\\) VALUES \\({_times(value, n)}\\)" for n in range(1, min(len(values), 3) + 1)]
     return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else _one_of(rows)) + "$"
+
+
+# words that ask for some rows, or rows in some order: a statement the request's table name alone cannot build
+_FILTERED = re.compile(r"\b(where|whose|with|without|containing|contains?|about|mention\w*|that|which|sort\w*|order\w*|"
+                       r"newest|oldest|latest|recent|first|last|top|most|least|alphabetical\w*|only|between|before|after)\b", re.I)
+
+
+def _read_statement(request: str) -> str | None:
+    r"""A read asked for in words about a named table that states no value and asks for no filter or order, as the one
+    statement it can be: every row, or their count for "how many". Free, the model wrote "SELECT * FROM notes WHERE
+    name = 'notes'" for "How many rows are in the notes table?" (the server refused: no such column).
+
+    >>> print(_read_statement("How many rows are in the notes table?"))
+    ^SELECT COUNT\(\*\) FROM notes$
+    >>> print(_read_statement("List every book in the books table."))
+    ^SELECT \* FROM books$
+    >>> _read_statement("Show the notes in the notes table whose title is 'x'"), _read_statement("Show 3 rows of the notes table")
+    (None, None)
+    """
+    from nexus.llm.values import quoted_spans
+
+    table = named_table(request) if sql_in_words(request) == "read" else None
+    if not table or table.lower() in _ROW_FILLER or quoted_spans(request) or re.search(r"\d", request):
+        return None
+    if _FILTERED.search(request.replace(f"{table} table", " ")):
+        return None
+    count = re.search(r"\bhow\s+many\b|\bcount\b|\bnumber\s+of\b", request, re.I)
+    return "^SELECT " + (r"COUNT\(\*\)" if count else r"\*") + f" FROM {table}$"
+
+
+def _column_names(word: str) -> list[str]:
+    """The column a word before a value names: itself, or for a participle ("titled 'Pay rent'", "tagged 'urgent'")
+    the noun it is made from, in its likely spellings (the model had written the column "titled").
+
+    >>> _column_names("title"), _column_names("titled"), _column_names("tagged"), _column_names("speed")
+    (['title'], ['title', 'titl'], ['tag', 'tagg'], ['speed'])
+    """
+    if len(word) <= 4 or not word.lower().endswith("ed") or word.lower().endswith("eed"):  # speed, seed: nouns
+        return [word]
+    stem = word[:-2]
+    if stem[-1] == stem[-2] and stem[-1].lower() not in "aeiou":  # a doubled consonant: tagged, labelled
+        return [stem[:-1], stem]
+    return [word[:-1], stem]
 
 
 def _one_of(options: Sequence[str]) -> str:

@@ -1077,6 +1077,24 @@ def names_the_tool(value: Any, tool_name: str, request: str) -> bool:
     return value.strip().lower() == tool_name.lower() and tool_name.lower() not in (request or "").lower()
 
 
+_EXCLUDES = re.compile(r"exclu|ignor|skip|except|omit|blacklist|blocklist|deny", re.I)
+_LEAVES_OUT = re.compile(r"\b(exclud\w*|except\w*|without|ignor\w*|skip\w*|omit\w*|not|no|but|other\s+than|apart\s+from|"
+                         r"leave\s+out|leaving\s+out|n't)\b|n't\b", re.I)
+
+
+def unasked_exclusion(name: str, request: str) -> bool:
+    """An optional parameter that leaves things out ("excludePatterns", "ignore_case" aside) when the request asks to
+    leave nothing out: "Find every .txt file in the workspace." had searched with `excludePatterns: ["*.txt"]` and
+    found nothing.
+
+    >>> unasked_exclusion("excludePatterns", "Find every .txt file in the workspace.")
+    True
+    >>> unasked_exclusion("excludePatterns", "Find .txt files but not the ones in backups"), unasked_exclusion("pattern", "Find x")
+    (False, False)
+    """
+    return bool(_EXCLUDES.search(name)) and not re.search(r"case", name, re.I) and not _LEAVES_OUT.search(request or "")
+
+
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
                         drop_unstated: bool = True, tool_name: str = "") -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
@@ -1094,7 +1112,8 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
         elif isinstance(value, str) and "enum" not in sub and value_format(sub) is None:
             value = whole_word(whole_quote(trimmed(value, request), request), request)
         if drop_unstated and name not in required and (not stated(name, value, request, sub)
-                                                        or names_the_tool(value, tool_name, request)):
+                                                        or names_the_tool(value, tool_name, request)
+                                                        or unasked_exclusion(name, request)):
             continue
         out[name] = _stated_notes(value, sub, request) if drop_unstated else value
     if drop_unstated:  # a value the request states once belongs to one parameter: the required one keeps it
