@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from nexus.llm.values import (flag_in_request, is_path_parameter, is_zone_parameter, mentioned, normalise_arguments,
+from nexus.llm.values import (flag_in_request, is_path_parameter, is_zone_parameter, mentioned, normalise_arguments, widened_globs,
                               normalise_value, request_dates, request_full_dates, request_paths, request_zones, stated,
                               to_hh_mm, to_iso_date, to_zone, value_format, whole_quote, whole_word)
 
@@ -310,3 +310,14 @@ def test_an_optional_exclusion_is_dropped_unless_the_request_leaves_something_ou
     kept = normalise_arguments({"path": ".", "pattern": "*.txt", "excludePatterns": ["backups"]}, search,
                                "Find the .txt files, but not the ones in backups.")
     assert kept["excludePatterns"] == ["backups"]
+
+
+def test_a_glob_search_pattern_without_a_wildcard_matches_names_that_hold_it():
+    """server-filesystem's search_files matches globs against whole relative paths: "txt" found nothing."""
+    schema = {"type": "object", "properties": {"path": {"type": "string"}, "pattern": {"type": "string"},
+                                               "excludePatterns": {"type": "array", "items": {"type": "string"}}}}
+    says = "Recursively search for files. The patterns should be glob-style patterns."
+    assert widened_globs({"path": ".", "pattern": "notes"}, schema, says) == {"path": ".", "pattern": "**/*notes*"}
+    assert widened_globs({"pattern": "**/*.txt"}, schema, says) == {"pattern": "**/*.txt"}
+    assert widened_globs({"pattern": "x", "excludePatterns": "y"}, schema, says)["excludePatterns"] == "y"
+    assert widened_globs({"pattern": "notes"}, schema, "Search files by a regular expression.") == {"pattern": "notes"}

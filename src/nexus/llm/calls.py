@@ -37,7 +37,7 @@ from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
-                               unstated_required)
+                               unstated_required, widened_globs)
 from nexus.paths import written_paths
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
@@ -152,7 +152,9 @@ class ToolCaller:
         if not isinstance(value, dict):
             return None, "the arguments must be a JSON object"
         if request is not None and self.normalise:
-            value = normalise_arguments(value, self.registry.get(key).input_schema, request, tool_name=key)
+            tool = self.registry.get(key)
+            value = widened_globs(normalise_arguments(value, tool.input_schema, request, tool_name=key),
+                                  tool.input_schema, tool.description)
         try:
             return value, first_argument_error(self._validator(key), value)
         except NexusError as exc:  # a `$ref` that does not resolve within the schema: no call can be valid

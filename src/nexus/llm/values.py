@@ -1095,6 +1095,32 @@ def unasked_exclusion(name: str, request: str) -> bool:
     return bool(_EXCLUDES.search(name)) and not re.search(r"case", name, re.I) and not _LEAVES_OUT.search(request or "")
 
 
+_GLOB = re.compile(r"\bglob", re.I)
+_WILDCARD = re.compile(r"[*?\[{]")
+
+
+def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], description: str = "") -> dict[str, Any]:
+    """A search pattern with no wildcard, for a tool whose text says its patterns are globs, matches the names that
+    hold it anywhere below ("txt" -> "**/*txt*"): a glob without one matches only a path spelled exactly so, and
+    "Find every .txt file in the workspace." had searched for the pattern "txt" and found nothing. Exclusions
+    (`unasked_exclusion`'s names) are left as written.
+
+    >>> widened_globs({"path": ".", "pattern": "txt"}, {"properties": {"pattern": {"type": "string"}}}, "glob-style patterns")
+    {'path': '.', 'pattern': '**/*txt*'}
+    >>> widened_globs({"pattern": "*.txt"}, {}, "glob-style patterns"), widened_globs({"pattern": "txt"}, {}, "a regex")
+    ({'pattern': '*.txt'}, {'pattern': 'txt'})
+    """
+    props = schema.get("properties") or {}
+    out = dict(arguments)
+    for name, value in arguments.items():
+        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        said = f"{description} {sub.get('description', '')}"
+        if (isinstance(value, str) and value.strip() and "pattern" in name.lower() and not _EXCLUDES.search(name)
+                and _GLOB.search(said) and not _WILDCARD.search(value)):
+            out[name] = f"**/*{value.strip()}*"
+    return out
+
+
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
                         drop_unstated: bool = True, tool_name: str = "") -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
