@@ -367,6 +367,21 @@ def test_a_tool_named_to_create_is_weighted_down_when_the_request_asks_to_remove
         assert prior["create_entities"] == pytest.approx(0.9)
 
 
+@pytest.mark.parametrize("turn, weighted", [("What did I change that isn't staged?", True),
+                                            ("Show the changes I haven't staged yet.", True),
+                                            ("What have I staged?", False)])
+def test_a_tool_named_for_what_the_request_says_is_not_so_is_weighted_down(turn, weighted):
+    """"What did I change that isn't staged?" had called git_diff_staged, listed above git_diff_unstaged."""
+    repo = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
+    staged = Tool("git_diff_staged", "Shows changes that are staged for commit", repo, "s")
+    unstaged = Tool("git_diff_unstaged", "Shows changes in the working directory that are not yet staged", repo, "s")
+    prior = _shortlist_prior([staged, unstaged], turn, "git_diff_staged", "git_diff_unstaged")
+    if weighted:
+        assert prior["git_diff_staged"] == pytest.approx(0.09 / 0.19)
+    else:
+        assert prior["git_diff_staged"] == pytest.approx(0.9)
+
+
 @pytest.mark.parametrize("turn, weighted", [("If it is 14:30 in Berlin, what time is it in New York?", True),
                                             ("When it's 6pm in Sydney, what time is it in Los Angeles?", True),
                                             ("What time is it in Berlin right now?", False)])

@@ -6,7 +6,8 @@ from datetime import date
 
 import pytest
 
-from nexus.llm.values import (flag_in_request, is_path_parameter, is_zone_parameter, mentioned, normalise_arguments, widened_globs,
+from nexus.llm.values import (flag_in_request, is_path_parameter, is_zone_parameter, mentioned, moved_into_folder,
+                              normalise_arguments, widened_globs,
                               normalise_value, request_dates, request_full_dates, request_paths, request_zones, stated,
                               to_hh_mm, to_iso_date, to_zone, value_format, whole_quote, whole_word)
 
@@ -321,3 +322,11 @@ def test_a_glob_search_pattern_without_a_wildcard_matches_names_that_hold_it():
     assert widened_globs({"pattern": "**/*.txt"}, schema, says) == {"pattern": "**/*.txt"}
     assert widened_globs({"pattern": "x", "excludePatterns": "y"}, schema, says)["excludePatterns"] == "y"
     assert widened_globs({"pattern": "notes"}, schema, "Search files by a regular expression.") == {"pattern": "notes"}
+
+
+def test_a_move_onto_itself_goes_into_the_folder_the_request_names():
+    """"Move notes.txt into the archive folder." had called move_file(notes.txt -> notes.txt), refused by the server."""
+    call = {"source": "/ws/notes.txt", "destination": "/ws/notes.txt"}
+    assert moved_into_folder(call, "Move notes.txt into the archive folder.")["destination"] == "archive/notes.txt"
+    assert moved_into_folder(call, "Move notes.txt into the workspace folder.") == call  # where it already is
+    assert moved_into_folder(call, "Move notes.txt somewhere.") == call  # no folder named: left to the server's refusal

@@ -28,7 +28,7 @@ True
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from nexus.signatures.compiler import split_identifier
 
@@ -272,3 +272,23 @@ def contrary(request: str, name: str) -> bool:
         return False
     does = {_DOES.get(w.lower()) for w in split_identifier(name).split()} - {None}
     return bool(does) and asked not in does
+
+
+_NEGATED = re.compile(r"\b(?:not|never|\w+n't)\s+(?:yet\s+|been\s+|ever\s+)*([a-z]+)", re.I)
+
+
+def negated(request: str, name: str, names: Sequence[str]) -> bool:
+    """The request says a word with "not" ("isn't staged", "haven't staged") that this tool's name carries, while
+    another listed name carries its "un-" form: "What did I change that isn't staged?" had called `git_diff_staged`
+    beside `git_diff_unstaged`.
+
+    >>> names = ["git_diff_staged", "git_diff_unstaged"]
+    >>> negated("What did I change that isn't staged?", "git_diff_staged", names), negated("Show staged changes", "git_diff_staged", names)
+    (True, False)
+    >>> negated("What did I change that isn't staged?", "git_diff_unstaged", names)
+    False
+    """
+    said = {w.lower() for w in _NEGATED.findall(request or "")}
+    own = set(split_identifier(name).lower().split())
+    others = {w for other in names if other != name for w in split_identifier(other).lower().split()}
+    return any(w in own and "un" + w in others for w in said)

@@ -31,13 +31,13 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import asked_sql, contrary, runs_sql
+from nexus.gate.evidence import asked_sql, contrary, negated, runs_sql
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
-                               unstated_required, widened_globs)
+                               moved_into_folder, unstated_required, widened_globs)
 from nexus.paths import written_paths
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
@@ -153,8 +153,8 @@ class ToolCaller:
             return None, "the arguments must be a JSON object"
         if request is not None and self.normalise:
             tool = self.registry.get(key)
-            value = widened_globs(normalise_arguments(value, tool.input_schema, request, tool_name=key),
-                                  tool.input_schema, tool.description)
+            value = normalise_arguments(value, tool.input_schema, request, tool_name=key)
+            value = moved_into_folder(widened_globs(value, tool.input_schema, tool.description), request)
         try:
             return value, first_argument_error(self._validator(key), value)
         except NexusError as exc:  # a `$ref` that does not resolve within the schema: no call can be valid
@@ -293,12 +293,13 @@ class ToolCaller:
         clock times or (from two) time zones the request writes than another listed tool has is weighted down
         too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
         no SQL of the kind the turn writes out or asks for in words when a listed one does (`evidence.runs_sql`), and
-        one whose name creates what the turn asks to remove, or removes what it asks to add (`evidence.contrary`).
+        one whose name creates what the turn asks to remove, or removes what it asks to add (`evidence.contrary`), or
+        carries a word the turn says with "not" beside a listed name with its "un-" form (`evidence.negated`).
         Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
-        contrary_names = [contrary(turn, key) for key in keys]
+        against = [contrary(turn, key) or negated(turn, key, keys) for key in keys]
         sql = asked_sql(turn)
         turn = self._request(turn, history)
         path = bool(written_paths(turn))
@@ -311,8 +312,8 @@ class ToolCaller:
         # commit?" had called git_commit
         reads = question and any(tool.read_only for tool in tools)
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema, tool.description))
-                    or (named and not schema.get("properties")) or (reads and tool.read_only is False) or against
-                    for tool, schema, against in zip(tools, schemas, contrary_names)]
+                    or (named and not schema.get("properties")) or (reads and tool.read_only is False) or wrong_way
+                    for tool, schema, wrong_way in zip(tools, schemas, against)]
         # the request writes more clock times or zones than this tool has room for, and a listed tool has more:
         # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the rest
         for kind, n in stated_kinds(turn).items():

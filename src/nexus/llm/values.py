@@ -1121,6 +1121,26 @@ def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], descr
     return out
 
 
+def moved_into_folder(arguments: Mapping[str, Any], request: str) -> dict[str, Any]:
+    """A move whose destination is its own source, when the request names the folder it goes into, goes into that
+    folder under its own name: "Move notes.txt into the archive folder." had called `move_file(source: "notes.txt",
+    destination: "notes.txt")`, which the server refused. Any other destination is left as written.
+
+    >>> moved_into_folder({"source": "notes.txt", "destination": "notes.txt"}, "Move notes.txt into the archive folder.")
+    {'source': 'notes.txt', 'destination': 'archive/notes.txt'}
+    >>> moved_into_folder({"source": "a.txt", "destination": "b.txt"}, "Rename a.txt to b.txt in the docs folder")
+    {'source': 'a.txt', 'destination': 'b.txt'}
+    """
+    from nexus.llm.directions import direction
+
+    ends = {direction(n): n for n in arguments if _ENDS.match(n)}
+    source, target = arguments.get(ends.get("source", "")), arguments.get(ends.get("target", ""))
+    into = re.search(r"\b(?:into|to|in)\s+(?:the|my|our)\s+([\w-]+)\s+(?:folder|directory|dir)\b", request or "", re.I)
+    if not isinstance(source, str) or source != target or not into or into.group(1).lower() in _HERE:
+        return dict(arguments)
+    return {**arguments, ends["target"]: f"{into.group(1)}/{source.rstrip('/').rsplit('/', 1)[-1]}"}
+
+
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
                         drop_unstated: bool = True, tool_name: str = "") -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
