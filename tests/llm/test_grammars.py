@@ -328,3 +328,13 @@ def test_a_folder_talked_about_but_not_written_is_the_servers_root_or_the_folder
     assert grammar_schema(listing, "List the reports folder, please.")["properties"]["path"]["enum"] == ["reports"]
     assert "enum" not in grammar_schema(listing, "Analyse the sales data")["properties"]["path"]
     assert grammar_schema(listing, "List /srv/data in the workspace")["properties"]["path"]["enum"] == ["/srv/data"]
+
+
+def test_a_search_whose_request_names_no_place_starts_at_the_servers_root():
+    """"Look for any file whose name contains notes." had searched a folder "notes" (ENOENT)."""
+    search = {"type": "object", "properties": {"path": {"type": "string"}, "pattern": {"type": "string"}},
+              "required": ["path", "pattern"]}
+    assert grammar_schema(search, "Look for any file whose name contains notes.")["properties"]["path"]["enum"] == ["."]
+    assert grammar_schema(search, "Find .txt files in /srv/data")["properties"]["path"]["enum"] == ["/srv/data"]
+    read = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    assert "enum" not in grammar_schema(read, "Read notes")["properties"]["path"]  # no search: the name may be the path

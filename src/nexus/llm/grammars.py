@@ -275,6 +275,14 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
                       if request and n in required and isinstance(sub, dict) and "enum" not in sub}
     if request and context:
         stated_by_name = _with_context(stated_by_name, props, context)
+    if request and any("pattern" in n.lower() for n in props):  # where a search for a pattern starts, when the
+        # request writes no path and names no folder: the server's own root ("Look for any file whose name contains
+        # notes." had searched in a folder "notes", which does not exist)
+        from nexus.llm.values import value_kind
+
+        for n, stated in stated_by_name.items():
+            if not stated and value_kind(n, props[n]) == "path":
+                stated_by_name[n] = ["."]
     if request:  # a from/to pair offered the same values: each side gets the one the request (or a follow-up's) places
         stated_by_name.update(directions.directed({n: v for n, v in stated_by_name.items() if v}, request,
                                                   lambda n, text: _stated_choices(n, props[n], text), context))
