@@ -145,21 +145,3 @@ def test_a_sql_write_runs_only_with_the_values_the_request_states():
     read = Tool("read_query", "Execute a SELECT query on the SQLite database", {"type": "object", "properties": {
         "query": {"type": "string", "description": "SELECT SQL query to execute"}}, "required": ["query"]}, "sqlite")
     assert unstated_change(read, {"query": "SELECT * FROM notes WHERE id = 99"}, "Show me my notes.") is None
-
-
-def test_a_write_that_names_someone_the_request_does_not_is_held_back():
-    """"Record that Alice works at Acme as a relation." had stored a relation from Alice to "Alex"."""
-    changes = {"readOnlyHint": False, "destructiveHint": False}
-    link = Tool("create_relations", "Create relations", {"type": "object", "properties": {"relations": {
-        "type": "array", "items": {"type": "object", "properties": {
-            "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}}}}}},
-        "memory", annotations=changes)
-    request = "Record that Alice works at Acme as a relation."
-    why = unstated_change(link, {"relations": [{"from": "Alice", "to": "Alex", "relationType": "works at"}]}, request)
-    assert why and "'Alex'" in why
-    assert unstated_change(link, {"relations": [{"from": "Alice", "to": "Acme", "relationType": "works at"}]}, request) is None
-    # a type or a relation in lower case is no name, and a tool that only reads is never held back
-    assert unstated_change(link, {"relations": [{"from": "Alice", "to": "Acme", "relationType": "employee"}]}, request) is None
-    reads = Tool("open_nodes", "Open nodes", {"type": "object", "properties": {"names": {"type": "array",
-                 "items": {"type": "string"}}}}, "memory", annotations={"readOnlyHint": True})
-    assert unstated_change(reads, {"names": ["Alex"]}, request) is None

@@ -13,9 +13,7 @@ tool's switches, not values (`dryRun`), and are not looked up.
 
 A tool that runs INSERT / UPDATE / DELETE statements changes data whether or not its server says so (mcp-server-
 sqlite's `write_query` carries no hint): the values its statement writes — quoted strings and numbers — must be
-stated too ("Add a note saying 'buy milk' to the notes table." had written `VALUES (1000000, 1000000, …)`). A tool
-marked as changing something (`readOnlyHint: false`) that names a thing — a from / to / name / entity parameter
-holding a proper name — must name one the request gives (`create_relations(to: "Alex")` for "… Alice works at Acme").
+stated too ("Add a note saying 'buy milk' to the notes table." had written `VALUES (1000000, 1000000, …)`).
 
 >>> from nexus.registry import Tool
 >>> write = Tool("write_file", "Write a file", {"type": "object", "properties": {"path": {"type": "string"},
@@ -38,7 +36,6 @@ from typing import Any, Iterator, Mapping
 from nexus.gate.evidence import is_sql_parameter, runs_sql
 from nexus.llm.values import request_paths, stated, unstated_literals, words_said
 from nexus.registry import Tool
-from nexus.signatures.compiler import split_identifier
 
 _CONTENT = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file or record says
 
@@ -85,7 +82,7 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
     if not arguments:
         return None
     if not tool.destructive:
-        return _invented_name(tool, arguments, request) or _unstated_sql(tool, arguments, request)
+        return _unstated_sql(tool, arguments, request)
     paths = set(request_paths(request))
     for name, value, schema in written_values(arguments, tool.input_schema):
         if isinstance(value, str) and _CONTENT.search(name) and value.strip() in paths:
@@ -100,36 +97,6 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
         if isinstance(value, str) and _CONTENT.search(name) and _spliced(value, request):
             return (f"{tool.name} may destroy data (its server says so) and its {name} {value!r} puts together words the "
                     "request does not write together")
-    return None
-
-
-_NAMING = frozenset("from to name entity source target".split())  # parameter words that name what is written about
-_PROPER = re.compile(r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
-
-
-def _invented_name(tool: Tool, arguments: Mapping[str, Any], request: str) -> str | None:
-    """A call its server marks as changing something (MCP `readOnlyHint: false`) that names a thing by a proper name
-    the request does not give: "Record that Alice works at Acme as a relation." had called `create_relations(from:
-    "Alice", to: "Alex", …)` and stored a relation to no one the user named.
-
-    >>> link = Tool("create_relations", "Create relations", {"type": "object", "properties": {"relations": {"type":
-    ...     "array", "items": {"type": "object", "properties": {"from": {"type": "string"}, "to": {"type": "string"}}}}}},
-    ...     "memory", annotations={"readOnlyHint": False})
-    >>> _invented_name(link, {"relations": [{"from": "Alice", "to": "Alex"}]}, "Record that Alice works at Acme.")
-    "create_relations changes data and would write the name 'Alex', which the request does not give, as its to"
-    >>> _invented_name(link, {"relations": [{"from": "Alice", "to": "Acme"}]}, "Record that Alice works at Acme.")
-    """
-    if tool.read_only is not False:
-        return None
-    said = {w.lower() for w in re.findall(r"[\w'-]+", request or "")}
-    for name, value, _ in written_values(arguments, tool.input_schema):
-        if not isinstance(value, str) or not _PROPER.fullmatch(value.strip()):
-            continue
-        if not set(split_identifier(name).lower().split()) & _NAMING:
-            continue
-        if any(w.lower() not in said for w in value.split()):
-            return (f"{tool.name} changes data and would write the name {value.strip()!r}, which the request does not "
-                    f"give, as its {name}")
     return None
 
 
