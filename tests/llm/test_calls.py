@@ -348,38 +348,34 @@ def test_a_question_weighs_down_a_tool_its_server_marks_as_changing_something(tu
     assert _shortlist_prior(plain, turn, "git_commit", "git_status")["git_commit"] == pytest.approx(0.9)
 
 
-@pytest.mark.parametrize("turn, weighted", [("Remove Acme from the knowledge graph.", "create_entities"),
-                                            ("Please delete Acme from the graph", "create_entities"),
-                                            ("Add Acme to the knowledge graph.", "delete_entities"),
-                                            ("Show me Acme", None)])
-def test_a_tool_named_to_create_is_weighted_down_when_the_request_asks_to_remove(turn, weighted):
-    """"Remove Acme from the knowledge graph." had called create_entities, listed above delete_entities; the gate's
-    prior moves to the tool whose name does what the request opens by asking (and the other way round)."""
-    entity = {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}}, "required": ["names"]}
-    create = Tool("create_entities", "Create entities in the knowledge graph", entity, "s")
-    delete = Tool("delete_entities", "Delete entities from the knowledge graph", entity, "s")
-    prior = _shortlist_prior([create, delete], turn, "create_entities", "delete_entities")
-    if weighted == "create_entities":
-        assert prior["create_entities"] == pytest.approx(0.09 / 0.19) and prior["delete_entities"] > prior["create_entities"]
-    elif weighted == "delete_entities":
-        assert prior["delete_entities"] == pytest.approx(0.01 / 0.91)
-    else:
-        assert prior["create_entities"] == pytest.approx(0.9)
+_ENTITY = {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}}, "required": ["names"]}
+_REPO = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
+_CREATE = Tool("create_entities", "Create entities in the knowledge graph", _ENTITY, "s")
+_DELETE = Tool("delete_entities", "Delete entities from the knowledge graph", _ENTITY, "s")
+_STAGED = Tool("git_diff_staged", "Shows changes that are staged for commit", _REPO, "s")
+_UNSTAGED = Tool("git_diff_unstaged", "Shows changes in the working directory that are not yet staged", _REPO, "s")
 
 
-@pytest.mark.parametrize("turn, weighted", [("What did I change that isn't staged?", True),
-                                            ("Show the changes I haven't staged yet.", True),
-                                            ("What have I staged?", False)])
-def test_a_tool_named_for_what_the_request_says_is_not_so_is_weighted_down(turn, weighted):
-    """"What did I change that isn't staged?" had called git_diff_staged, listed above git_diff_unstaged."""
-    repo = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
-    staged = Tool("git_diff_staged", "Shows changes that are staged for commit", repo, "s")
-    unstaged = Tool("git_diff_unstaged", "Shows changes in the working directory that are not yet staged", repo, "s")
-    prior = _shortlist_prior([staged, unstaged], turn, "git_diff_staged", "git_diff_unstaged")
-    if weighted:
-        assert prior["git_diff_staged"] == pytest.approx(0.09 / 0.19)
+@pytest.mark.parametrize("tools, turn, weighted", [
+    ((_CREATE, _DELETE), "Remove Acme from the knowledge graph.", "create_entities"),
+    ((_CREATE, _DELETE), "Please delete Acme from the graph", "create_entities"),
+    ((_CREATE, _DELETE), "Add Acme to the knowledge graph.", "delete_entities"),
+    ((_CREATE, _DELETE), "Show me Acme", None),
+    ((_STAGED, _UNSTAGED), "What did I change that isn't staged?", "git_diff_staged"),
+    ((_STAGED, _UNSTAGED), "Show the changes I haven't staged yet.", "git_diff_staged"),
+    ((_STAGED, _UNSTAGED), "What have I staged?", None)])
+def test_a_tool_named_against_what_the_request_asks_is_weighted_down(tools, turn, weighted):
+    """"Remove Acme from the knowledge graph." had called create_entities, listed above delete_entities, and "What did
+    I change that isn't staged?" git_diff_staged, listed above git_diff_unstaged: the name that creates what the
+    request removes (or the other way round), or carries what it says is not so, loses its share of the gate's prior."""
+    first, second = (tool.name for tool in tools)
+    prior = _shortlist_prior(list(tools), turn, first, second)
+    if weighted == first:  # the gate's 0.9 on the first, weighted by 0.1
+        assert prior[first] == pytest.approx(0.09 / 0.19) and prior[second] > prior[first]
+    elif weighted == second:
+        assert prior[second] == pytest.approx(0.01 / 0.91)
     else:
-        assert prior["git_diff_staged"] == pytest.approx(0.9)
+        assert prior[first] == pytest.approx(0.9)
 
 
 @pytest.mark.parametrize("turn, weighted", [("If it is 14:30 in Berlin, what time is it in New York?", True),
