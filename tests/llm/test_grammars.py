@@ -338,3 +338,12 @@ def test_a_search_whose_request_names_no_place_starts_at_the_servers_root():
     assert grammar_schema(search, "Find .txt files in /srv/data")["properties"]["path"]["enum"] == ["/srv/data"]
     read = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     assert "enum" not in grammar_schema(read, "Read notes")["properties"]["path"]  # no search: the name may be the path
+
+
+def test_the_latest_commit_is_head():
+    """git_show had got revision "2024-01-15T14:30:25" for "Show me the details of the latest commit." (refused)."""
+    show = {"type": "object", "properties": {"repo_path": {"type": "string"}, "revision": {"type": "string"}},
+            "required": ["repo_path", "revision"]}
+    assert grammar_schema(show, "Show me the details of the latest commit.")["properties"]["revision"]["enum"] == ["HEAD"]
+    for request in ("Show commit abc1234 for me", "Show me the last 3 commits", "Show the history"):  # a hash, or not one commit
+        assert "enum" not in grammar_schema(show, request)["properties"]["revision"]
