@@ -322,6 +322,9 @@ def test_a_glob_search_pattern_without_a_wildcard_matches_names_that_hold_it():
     assert widened_globs({"pattern": "**/*.txt"}, schema, says) == {"pattern": "**/*.txt"}
     assert widened_globs({"pattern": "x", "excludePatterns": "y"}, schema, says)["excludePatterns"] == "y"
     assert widened_globs({"pattern": "notes"}, schema, "Search files by a regular expression.") == {"pattern": "notes"}
+    # the caller's one normalisation applies it with the tool's description
+    assert normalise_arguments({"path": ".", "pattern": "notes"}, schema, "Search for files named notes",
+                               description=says)["pattern"] == "**/*notes*"
 
 
 def test_a_move_onto_itself_goes_into_the_folder_the_request_names():
@@ -330,3 +333,7 @@ def test_a_move_onto_itself_goes_into_the_folder_the_request_names():
     assert moved_into_folder(call, "Move notes.txt into the archive folder.")["destination"] == "archive/notes.txt"
     assert moved_into_folder(call, "Move notes.txt into the workspace folder.") == call  # where it already is
     assert moved_into_folder(call, "Move notes.txt somewhere.") == call  # no folder named: left to the server's refusal
+    move = {"type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}},
+            "required": ["source", "destination"]}
+    assert normalise_arguments({"source": "notes.txt", "destination": "notes.txt"}, move,
+                               "Move notes.txt into the archive folder.")["destination"] == "archive/notes.txt"

@@ -244,14 +244,12 @@ def runs_sql(description: str, schema: Mapping[str, Any], kind: str) -> bool:
     return kind in named or not named
 
 
-# what a request's opening verb asks done, against the verb a tool's name carries: removing against creating
-_ASKS = {"remove": "remove", "delete": "remove", "erase": "remove", "drop": "remove", "forget": "remove",
-         "discard": "remove", "purge": "remove", "unlink": "remove",
-         "add": "create", "create": "create", "insert": "create", "make": "create", "record": "create",
-         "note": "create", "remember": "create", "register": "create", "append": "create", "store": "create"}
-_DOES = {"remove": "remove", "delete": "remove", "erase": "remove", "drop": "remove", "purge": "remove",
-         "unlink": "remove", "destroy": "remove", "create": "create", "add": "create", "insert": "create",
-         "append": "create", "new": "create", "make": "create"}
+# the verb a tool's name carries, and what a request's opening verb asks done (the same, and verbs only a request
+# uses): removing against creating
+_DOES = {**dict.fromkeys("remove delete erase drop purge unlink destroy".split(), "remove"),
+         **dict.fromkeys("create add insert append new make".split(), "create")}
+_ASKS = {**_DOES, **dict.fromkeys("forget discard".split(), "remove"),
+         **dict.fromkeys("record note remember register store".split(), "create")}
 _OPENING = re.compile(r"^\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:go\s+ahead\s+and\s+)?([a-z]+)", re.I)
 
 
@@ -277,18 +275,16 @@ def contrary(request: str, name: str) -> bool:
 _NEGATED = re.compile(r"\b(?:not|never|\w+n't)\s+(?:yet\s+|been\s+|ever\s+)*([a-z]+)", re.I)
 
 
-def negated(request: str, name: str, names: Sequence[str]) -> bool:
-    """The request says a word with "not" ("isn't staged", "haven't staged") that this tool's name carries, while
+def negated(request: str, names: Sequence[str]) -> list[bool]:
+    """Per name: the request says a word with "not" ("isn't staged", "haven't staged") that the name carries, while
     another listed name carries its "un-" form: "What did I change that isn't staged?" had called `git_diff_staged`
     beside `git_diff_unstaged`.
 
     >>> names = ["git_diff_staged", "git_diff_unstaged"]
-    >>> negated("What did I change that isn't staged?", "git_diff_staged", names), negated("Show staged changes", "git_diff_staged", names)
-    (True, False)
-    >>> negated("What did I change that isn't staged?", "git_diff_unstaged", names)
-    False
+    >>> negated("What did I change that isn't staged?", names), negated("Show staged changes", names)
+    ([True, False], [False, False])
     """
     said = {w.lower() for w in _NEGATED.findall(request or "")}
-    own = set(split_identifier(name).lower().split())
-    others = {w for other in names if other != name for w in split_identifier(other).lower().split()}
-    return any(w in own and "un" + w in others for w in said)
+    parts = [set(split_identifier(name).lower().split()) for name in names]
+    return [any(w in own and any("un" + w in other for j, other in enumerate(parts) if j != i) for w in said)
+            for i, own in enumerate(parts)]

@@ -37,7 +37,7 @@ from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
-                               moved_into_folder, unstated_required, widened_globs)
+                               unstated_required)
 from nexus.paths import written_paths
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
@@ -153,8 +153,7 @@ class ToolCaller:
             return None, "the arguments must be a JSON object"
         if request is not None and self.normalise:
             tool = self.registry.get(key)
-            value = normalise_arguments(value, tool.input_schema, request, tool_name=key)
-            value = moved_into_folder(widened_globs(value, tool.input_schema, tool.description), request)
+            value = normalise_arguments(value, tool.input_schema, request, tool_name=key, description=tool.description)
         try:
             return value, first_argument_error(self._validator(key), value)
         except NexusError as exc:  # a `$ref` that does not resolve within the schema: no call can be valid
@@ -299,7 +298,7 @@ class ToolCaller:
         if not self.normalise:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
-        against = [contrary(turn, key) or negated(turn, key, keys) for key in keys]
+        against = [contrary(turn, key) or negative for key, negative in zip(keys, negated(turn, keys))]
         sql = asked_sql(turn)
         turn = self._request(turn, history)
         path = bool(written_paths(turn))

@@ -34,7 +34,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from nexus.gate.evidence import is_sql_parameter, runs_sql
-from nexus.llm.values import request_paths, stated, unstated_literals, words_said
+from nexus.llm.values import request_paths, stated, unstated_literals, words, words_said
 from nexus.registry import Tool
 
 _CONTENT = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file or record says
@@ -113,7 +113,7 @@ def _restates(value: str, request: str) -> bool:
 
 
 def _spliced(value: str, request: str) -> bool:
-    """A text of two words or more that the request does not write as one run (letters and digits compared, case
+    """A text of two words or more that the request does not write as one run (`values.words`: case and punctuation
     aside): what a file should say is copied whole, so pieces put together are the model's own. "In notes.txt,
     replace the word milk with bread." had called `write_file(path: "notes.txt", content: "milk bread")` and
     overwritten the file.
@@ -121,14 +121,10 @@ def _spliced(value: str, request: str) -> bool:
     >>> _spliced("milk bread", "In notes.txt, replace the word milk with bread."), _spliced("Water the plants!", "Create todo.txt containing 'water the plants'")
     (True, False)
     """
-    own, said = _runs(value), _runs(request)
+    own, said = words(value), words(request)
     if len(own) < 2:
         return False
     return not any(said[i:i + len(own)] == own for i in range(len(said) - len(own) + 1))
-
-
-def _runs(text: str) -> list[str]:
-    return re.findall(r"[^\W\d_]+|\d+", text.lower())
 
 
 def _mostly_said(value: str, request: str) -> bool:

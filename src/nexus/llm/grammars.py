@@ -184,13 +184,6 @@ _FILTERED = re.compile(r"\b(where|whose|with|without|containing|contains?|about|
                        r"newest|oldest|latest|recent|first|last|top|most|least|alphabetical\w*|only|between|before|after)\b", re.I)
 
 
-# a revision parameter, and a request about the newest commit that writes no hash: git_show had got
-# "2024-01-15T14:30:25" for "Show me the details of the latest commit." (the server refused it)
-_REVISION = re.compile(r"(?i)rev|revision|ref|commit(?:_?(?:id|hash|sha))?|sha")
-_LATEST = re.compile(r"\b(?:latest|last|most\s+recent|newest|current|head)\s+commit\b", re.I)
-_NOT_HEAD = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD~?\d*|\bcommits\b", re.I)
-
-
 def _read_statement(request: str) -> str | None:
     r"""A read asked for in words about a named table that states no value and asks for no filter or order, as the one
     statement it can be: every row, or their count for "how many". Free, the model wrote "SELECT * FROM notes WHERE
@@ -260,7 +253,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
     from nexus.llm.values import (bare_count, closed_choices, is_rate_parameter, mentioned, percent_only, request_numbers,
-                                   unclaimed_counts)
+                                   unclaimed_counts, value_kind)
 
     out = normalise_schema(schema)
     percents = percent_only(request) if request else set()
@@ -282,15 +275,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
                       if request and n in required and isinstance(sub, dict) and "enum" not in sub}
     if request and context:
         stated_by_name = _with_context(stated_by_name, props, context)
-    if request and _LATEST.search(request) and not _NOT_HEAD.search(request):  # "the latest commit" is git's HEAD
-        for n in stated_by_name:
-            if _REVISION.fullmatch(n) and props[n].get("type") in ("string", None):
-                stated_by_name[n] = ["HEAD"]
     if request and any("pattern" in n.lower() for n in props):  # where a search for a pattern starts, when the
         # request writes no path and names no folder: the server's own root ("Look for any file whose name contains
         # notes." had searched in a folder "notes", which does not exist)
-        from nexus.llm.values import value_kind
-
         for n, stated in stated_by_name.items():
             if not stated and value_kind(n, props[n]) == "path":
                 stated_by_name[n] = ["."]
@@ -476,12 +463,22 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
     return anchors.anchored_ids(name, request)
 
 
+# a revision parameter, and a request about the newest commit that writes no hash: git_show had got
+# "2024-01-15T14:30:25" for "Show me the details of the latest commit." (the server refused it)
+_REVISION = re.compile(r"(?i)rev|revision|ref|commit(?:_?(?:id|hash|sha))?|sha")
+_LATEST = re.compile(r"\b(?:latest|last|most\s+recent|newest|current|head)\s+commit\b", re.I)
+_NOT_HEAD = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD~?\d*|\bcommits\b", re.I)
+
+
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
     """The values a required string parameter can take from the request, when it asks for a kind of value the
     request states: its time zones (a zone parameter), currencies (ISO codes), clock times (HH:MM), dates
-    (YYYY-MM-DD, or the layout its description spells out) or file paths."""
+    (YYYY-MM-DD, or the layout its description spells out), file paths, or `HEAD` for a revision when the request
+    asks about the latest commit and writes no hash."""
     from nexus.llm import currencies, layouts, values
 
+    if _REVISION.fullmatch(name) and schema.get("type") in ("string", None):
+        return ["HEAD"] if _LATEST.search(request) and not _NOT_HEAD.search(request) else []
     kind = values.value_kind(name, schema)
     if kind == "zone":
         return values.request_zones(request)

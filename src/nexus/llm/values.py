@@ -1135,17 +1135,23 @@ def moved_into_folder(arguments: Mapping[str, Any], request: str) -> dict[str, A
 
     ends = {direction(n): n for n in arguments if _ENDS.match(n)}
     source, target = arguments.get(ends.get("source", "")), arguments.get(ends.get("target", ""))
-    into = re.search(r"\b(?:into|to|in)\s+(?:the|my|our)\s+([\w-]+)\s+(?:folder|directory|dir)\b", request or "", re.I)
-    if not isinstance(source, str) or source != target or not into or into.group(1).lower() in _HERE:
+    if not isinstance(source, str) or source != target:
         return dict(arguments)
-    return {**arguments, ends["target"]: f"{into.group(1)}/{source.rstrip('/').rsplit('/', 1)[-1]}"}
+    for cue in re.finditer(r"\b(?:into|to|in)\s+", request or "", re.I):  # the folder named after the cue
+        named = _NAMED_FOLDER.match(request, cue.end())
+        folder = named and (named.group(1) or named.group(2))
+        if folder and folder.lower() not in _HERE:
+            return {**arguments, ends["target"]: f"{folder}/{source.rstrip('/').rsplit('/', 1)[-1]}"}
+    return dict(arguments)
 
 
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
-                        drop_unstated: bool = True, tool_name: str = "") -> dict[str, Any]:
+                        drop_unstated: bool = True, tool_name: str = "", description: str = "") -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
-    not state (`stated`), or that only repeat `tool_name` (`names_the_tool`), are left out, so the tool's own
-    defaults apply."""
+    not state (`stated`), that only repeat `tool_name` (`names_the_tool`) or that leave out what the request does
+    not (`unasked_exclusion`), are left out, so the tool's own defaults apply. Then the tools' conventions: glob
+    patterns widened where the tool's `description` says globs (`widened_globs`), a move onto itself sent into the
+    folder the request names (`moved_into_folder`)."""
     props = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     out = {}
@@ -1171,4 +1177,4 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
             flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None
             if flag is not None:
                 out[name] = flag
-    return out
+    return moved_into_folder(widened_globs(out, schema, description), request)
