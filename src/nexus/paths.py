@@ -2,8 +2,8 @@
 as its kind ("a folder", "a txt file"; `nexus.gate.gate.routing_text`), and the LLM path prefers a tool that can
 take a path the request names (`nexus.llm.calls`). Standard library only.
 
->>> written_paths("Read /srv/data/a.txt, ~/notes and cat.JPG, not https://x.io/a, 4/5, U.S. or google.com")
-['/srv/data/a.txt', '~/notes', 'cat.JPG']
+>>> written_paths("Read /srv/data/a.txt, ~/notes, cat.JPG and repo/notes.md, not https://x.io/a.md, 4/5, U.S. or google.com")
+['/srv/data/a.txt', '~/notes', 'cat.JPG', 'repo/notes.md']
 >>> [path_kind(p) for p in ("/srv/data/a.txt", "~/notes", "cat.JPG", "app.exe")]
 ['a txt file', 'a folder', 'a jpg file', 'an exe file']
 """
@@ -19,8 +19,9 @@ FILE_TYPES = frozenset(
     "txt md rst csv tsv json jsonl yaml yml toml ini cfg xml html htm log sql db sqlite py js ts java cpp go rs rb sh "
     "ipynb pdf doc docx xls xlsx ppt pptx odt png jpg jpeg gif svg webp bmp tif tiff mp3 wav mp4 mov avi zip tar gz "
     "tgz exe nii".split())
-# a bare file name with a common file extension ("notes.txt"; "google.com", "D.C." are not)
-_FILE_NAME = rf"(?<![\w./\\-])[\w-]{{2,}}(?:\.[\w-]+)*\.(?:{'|'.join(sorted(FILE_TYPES))})(?![\w/\\])"
+# a file name with a common file extension, bare or behind relative folders ("notes.txt", "repo/notes.md";
+# "google.com", "D.C." are not)
+_FILE_NAME = rf"(?<![\w./\\-])(?:[\w.-]+[\\/])*[\w-]{{2,}}(?:\.[\w-]+)*\.(?:{'|'.join(sorted(FILE_TYPES))})(?![\w/\\])"
 PATHS = re.compile(f"{_FS_PATH}|{_FILE_NAME}", re.I)
 
 

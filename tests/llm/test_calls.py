@@ -394,6 +394,52 @@ def test_a_tool_with_no_place_for_a_stated_time_is_weighted_down_when_a_listed_o
     assert _shortlist_prior([NOW, no_time], turn, "get_current_time", "world_clock")["get_current_time"] == pytest.approx(0.9)
 
 
+_FILE_INFO = Tool("get_file_info", "Retrieve metadata about a file or directory.", {"type": "object", "properties": {
+    "path": {"type": "string"}}, "required": ["path"]}, "s", annotations={"readOnlyHint": True})
+_ADD = Tool("git_add", "Adds file contents to the staging area", {"type": "object", "properties": {
+    "files": {"type": "array", "items": {"type": "string"}, "minItems": 1}}, "required": ["files"]}, "s",
+    annotations={"readOnlyHint": False})
+_READ_ONE = Tool("read_file", "Read the complete contents of a file.", _FILE_INFO.input_schema, "s",
+                 annotations={"readOnlyHint": True})
+_READ_MANY = Tool("read_multiple_files", "Read the contents of multiple files simultaneously.", {"type": "object",
+                  "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]}, "s",
+                  annotations={"readOnlyHint": True})
+_MOVE = Tool("move_file", "Move or rename files and directories.", {"type": "object", "properties": {
+    "source": {"type": "string"}, "destination": {"type": "string"}}, "required": ["source", "destination"]}, "s")
+
+
+@pytest.mark.parametrize("tools, turn, weighted", [
+    ((_ADD, _FILE_INFO), "Stage README.md.", None),  # a list of files is a place for a path
+    ((_READ_ONE, _READ_MANY), "Open notes.txt and repo/notes.md at the same time.", "read_file"),
+    ((_READ_ONE, _READ_MANY), "Open notes.txt.", None),
+    ((_MOVE, _READ_ONE), "Rename notes.txt to old_notes.txt.", "read_file")])  # move_file: room for both
+def test_a_tool_without_room_for_the_paths_the_request_writes_is_weighted_down(tools, turn, weighted):
+    """Held-out set 20: "Stage README.md." had gone to get_file_info (git_add's `files` list was no place for a path),
+    and "Open notes.txt and repo/notes.md at the same time." to read_file (room for one path of the two)."""
+    first, second = (tool.name for tool in tools)
+    prior = _shortlist_prior(list(tools), turn, first, second)
+    if weighted == first:
+        assert prior[first] == pytest.approx(0.09 / 0.19) and prior[second] > prior[first]
+    elif weighted == second:
+        assert prior[second] == pytest.approx(0.01 / 0.91)
+    else:
+        assert prior[first] == pytest.approx(0.9)
+
+
+def test_an_edit_takes_the_replacement_the_request_states():
+    """"In notes.txt, change Acme to Globex." had reached edit_file with `oldText: "G"`; the stated pair is written in,
+    and the call is valid (a destructive call whose values the request states is not held back)."""
+    edit = Tool("edit_file", "Make line-based edits to a text file.", {"type": "object", "properties": {
+        "path": {"type": "string"}, "edits": {"type": "array", "items": {"type": "object", "properties": {
+            "oldText": {"type": "string"}, "newText": {"type": "string"}}, "required": ["oldText", "newText"]}}},
+        "required": ["path", "edits"]}, "s", annotations={"readOnlyHint": False, "destructiveHint": True})
+    reg = Registry()
+    reg.set_source("s", [edit])
+    backend = ScriptedBackend(arguments=['{"path": "notes.txt", "edits": [{"oldText": "G", "newText": "Globex"}]}'])
+    call = ToolCaller(backend, reg).call("In notes.txt, change Acme to Globex.", decision(Action.ROUTE, "edit_file"))
+    assert call.valid and call.arguments == {"path": "notes.txt", "edits": [{"oldText": "Acme", "newText": "Globex"}]}
+
+
 def _shortlist_prior(tools, turn, first, second, arguments="{}"):
     """The name-choice prior the model got for a SHORTLIST of `first`, `second` (the gate's order) over `tools`."""
     reg = Registry()

@@ -36,6 +36,7 @@ from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
+from nexus.llm.replacements import stated_replacement
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
                                unstated_required)
 from nexus.paths import written_paths
@@ -154,6 +155,7 @@ class ToolCaller:
         if request is not None and self.normalise:
             tool = self.registry.get(key)
             value = normalise_arguments(value, tool.input_schema, request, tool_name=key, description=tool.description)
+            value = stated_replacement(value, tool.input_schema, request)
         try:
             return value, first_argument_error(self._validator(key), value)
         except NexusError as exc:  # a `$ref` that does not resolve within the schema: no call can be valid
@@ -289,7 +291,7 @@ class ToolCaller:
         parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
         A question, or an order to show something, also down-weights each tool its server marks as changing something
         (MCP `readOnlyHint: false`) when a read-only one is listed beside it; and a tool with room for fewer of the
-        clock times or (from two) time zones the request writes than another listed tool has is weighted down
+        clock times or (from two) time zones or paths the request writes than another listed tool has is weighted down
         too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
         no SQL of the kind the turn writes out or asks for in words when a listed one does (`evidence.runs_sql`), and
         one whose name creates what the turn asks to remove, or removes what it asks to add (`evidence.contrary`), or
@@ -313,10 +315,11 @@ class ToolCaller:
         unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema, tool.description))
                     or (named and not schema.get("properties")) or (reads and tool.read_only is False) or wrong_way
                     for tool, schema, wrong_way in zip(tools, schemas, against)]
-        # the request writes more clock times or zones than this tool has room for, and a listed tool has more:
-        # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the rest
+        # the request writes more clock times, zones or paths than this tool has room for, and a listed tool has more:
+        # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the
+        # rest; "Open notes.txt and repo/notes.md at the same time." read_file(notes.txt) beside read_multiple_files
         for kind, n in stated_kinds(turn).items():
-            room = [min(room_for(schema, kind), n) for schema in schemas]
+            room = [min(room_for(schema, kind, tool.description), n) for tool, schema in zip(tools, schemas)]
             unstated = [u or r < max(room) for u, r in zip(unstated, room)]
         # a SQL statement written out goes to a listed tool that runs statements of its kind ("Run this SQL: DELETE
         # FROM notes WHERE id = 3." had called the knowledge graph's delete_relations)

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 from nexus.gate.evidence import (expression_spans, is_expression_parameter, is_sql_parameter, operators as _operators,
                                  sql_statements)
 from nexus.llm.layouts import date_layout, request_dates_in, to_layout
+from nexus.paths import written_paths
 from nexus.slb.lexical import STOPWORDS
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -615,22 +616,45 @@ def stated_kinds(request: str) -> dict[str, int]:
 
     >>> stated_kinds("If it is 14:30 in Berlin, what time is it in New York?"), stated_kinds("time in Rome?")
     ({'time': 1, 'zone': 2}, {})
+    >>> stated_kinds("Open notes.txt and repo/notes.md at once."), stated_kinds("Read notes.txt.")
+    ({'path': 2}, {})
     """
     zones = len(set(request_zones(request)))
-    kinds = {"time": len(request_times(request)), "zone": zones if zones >= 2 else 0}
+    paths = len(set(written_paths(request)))
+    kinds = {"time": len(request_times(request)), "zone": zones if zones >= 2 else 0, "path": paths if paths >= 2 else 0}
     return {kind: n for kind, n in kinds.items() if n}
 
 
-def room_for(schema: Mapping[str, Any], kind: str) -> int:
-    """How many parameters a tool has for values of `kind` (`value_kind`).
+def room_for(schema: Mapping[str, Any], kind: str, description: str = "") -> int:
+    """How many values of `kind` (`value_kind`) a tool has room for: one per parameter of that kind, and `MANY` for a
+    list of them (`read_multiple_files(paths)`, `git_add(files)`).
 
     >>> room_for({"properties": {"time": {"type": "string", "description": "Time in 24-hour format (HH:MM)"}}}, "time")
     1
     >>> room_for({"properties": {"source_timezone": {"type": "string"}, "target_timezone": {"type": "string"}}}, "zone")
     2
+    >>> room_for({"properties": {"files": {"type": "array", "items": {"type": "string"}}}}, "path") == MANY
+    True
+    >>> move = {"properties": {"source": {"type": "string"}, "destination": {"type": "string"}}}
+    >>> room_for(move, "path", "Move or rename files and directories."), room_for(move, "path")
+    (2, 0)
     """
     props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    return sum(isinstance(sub, Mapping) and value_kind(name, sub) == kind for name, sub in props.items())
+    if kind == "path":
+        return sum(_path_room(name, sub, description) for name, sub in props.items() if isinstance(sub, Mapping))
+    return sum(held(name, sub, kind) for name, sub in props.items() if isinstance(sub, Mapping))
+
+
+MANY = 1000  # a list parameter's room
+
+
+def held(name: str, schema: Mapping[str, Any], kind: str) -> int:
+    """How many values of `kind` one parameter holds: 1 for a value of that kind, `MANY` for a list of them (its
+    items read under the list's name: `files`, `paths`), else 0."""
+    if value_kind(name, schema) == kind:
+        return 1
+    items = schema.get("items")
+    return MANY if schema.get("type") == "array" and isinstance(items, Mapping) and value_kind(name, items) == kind else 0
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
@@ -674,13 +698,21 @@ def takes_path(schema: Mapping[str, Any], description: str = "") -> bool:
     >>> move = {"properties": {"source": {"type": "string"}, "destination": {"type": "string"}}}
     >>> takes_path(move), takes_path(move, "Move or rename files and directories."), takes_path(move, "Transfer money.")
     (False, True, False)
+    >>> takes_path({"properties": {"files": {"type": "array", "items": {"type": "string"}}}})  # git_add: "Stage a.md."
+    True
     """
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    about_files = bool(_ABOUT_FILES.search(description or ""))
-    return any(isinstance(sub, Mapping) and (is_path_parameter(name, sub) or "path" in words(name)
-                                             or "path" in words(str(sub.get("description", "")))
-                                             or (about_files and bool(_ENDS.match(name)) and sub.get("type") in ("string", None)))
-               for name, sub in props.items())
+    return room_for(schema, "path", description) > 0
+
+
+def _path_room(name: str, schema: Mapping[str, Any], description: str) -> int:
+    """How many paths one parameter holds (`held`; a name or description that says path; the source / destination of
+    a tool whose `description` is about files)."""
+    room = held(name, schema, "path")
+    if room:
+        return room
+    said = "path" in words(name) or "path" in words(str(schema.get("description", "")))
+    ends = bool(_ENDS.match(name)) and schema.get("type") in ("string", None) and bool(_ABOUT_FILES.search(description or ""))
+    return int(said or ends)
 
 
 def _choices(schema: Mapping[str, Any]) -> list[str]:
@@ -1101,7 +1133,8 @@ _WILDCARD = re.compile(r"[*?\[{]")
 
 def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], description: str = "") -> dict[str, Any]:
     """A search pattern with no wildcard, for a tool whose text says its patterns are globs, matches the names that
-    hold it anywhere below ("txt" -> "**/*txt*"): a glob without one matches only a path spelled exactly so, and
+    hold it anywhere below ("txt" -> "**/*txt*"; a kind of file named in words, its extension: "markdown" ->
+    "**/*.md"): a glob without one matches only a path spelled exactly so, and
     "Find every .txt file in the workspace." had searched for the pattern "txt" and found nothing. Exclusions
     (`unasked_exclusion`'s names) are left as written.
 
@@ -1109,6 +1142,8 @@ def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], descr
     {'path': '.', 'pattern': '**/*txt*'}
     >>> widened_globs({"pattern": "*.txt"}, {}, "glob-style patterns"), widened_globs({"pattern": "txt"}, {}, "a regex")
     ({'pattern': '*.txt'}, {'pattern': 'txt'})
+    >>> widened_globs({"pattern": "Markdown"}, {}, "glob patterns")  # a kind of file by its name: its extension
+    {'pattern': '**/*.md'}
     """
     props = schema.get("properties") or {}
     out = dict(arguments)
@@ -1117,8 +1152,14 @@ def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], descr
         said = f"{description} {sub.get('description', '')}"
         if (isinstance(value, str) and value.strip() and "pattern" in name.lower() and not _EXCLUDES.search(name)
                 and _GLOB.search(said) and not _WILDCARD.search(value)):
-            out[name] = f"**/*{value.strip()}*"
+            kind = FILE_KINDS.get(value.strip().lower().removesuffix(" files").removesuffix(" file"))
+            out[name] = f"**/*.{kind}" if kind else f"**/*{value.strip()}*"
     return out
+
+
+# kinds of file users name in words, and the extension their files carry
+FILE_KINDS = {"markdown": "md", "python": "py", "text": "txt", "javascript": "js", "typescript": "ts", "shell": "sh",
+              "json": "json", "csv": "csv", "yaml": "yaml", "html": "html", "pdf": "pdf", "log": "log", "sql": "sql"}
 
 
 def moved_into_folder(arguments: Mapping[str, Any], request: str) -> dict[str, Any]:
