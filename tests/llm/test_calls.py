@@ -440,6 +440,21 @@ def test_an_edit_takes_the_replacement_the_request_states():
     assert call.valid and call.arguments == {"path": "notes.txt", "edits": [{"oldText": "Acme", "newText": "Globex"}]}
 
 
+def test_a_list_item_the_request_does_not_give_is_left_out_of_the_call():
+    """Held-out set 21: "Create an entity for Dave, who is a designer." had also created an invented "John"."""
+    create = Tool("create_entities", "Create multiple new entities in the knowledge graph", {"type": "object",
+                  "properties": {"entities": {"type": "array", "items": {"type": "object", "properties": {
+                      "name": {"type": "string"}, "entityType": {"type": "string"}}, "required": ["name", "entityType"]}}},
+                  "required": ["entities"]}, "s")
+    reg = Registry()
+    reg.set_source("s", [create])
+    backend = ScriptedBackend(arguments=['{"entities": [{"name": "Dave", "entityType": "designer"}, '
+                                         '{"name": "John", "entityType": "designer"}]}'])
+    call = ToolCaller(backend, reg).call("Create an entity for Dave, who is a designer.",
+                                         decision(Action.ROUTE, "create_entities"))
+    assert call.valid and call.arguments == {"entities": [{"name": "Dave", "entityType": "designer"}]}
+
+
 def _shortlist_prior(tools, turn, first, second, arguments="{}"):
     """The name-choice prior the model got for a SHORTLIST of `first`, `second` (the gate's order) over `tools`."""
     reg = Registry()

@@ -35,6 +35,7 @@ from nexus.gate.evidence import asked_sql, contrary, negated, runs_sql
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
+from nexus.llm.items import stated_items
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.replacements import stated_replacement
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
@@ -155,7 +156,7 @@ class ToolCaller:
         if request is not None and self.normalise:
             tool = self.registry.get(key)
             value = normalise_arguments(value, tool.input_schema, request, tool_name=key, description=tool.description)
-            value = stated_replacement(value, tool.input_schema, request)
+            value = stated_items(stated_replacement(value, tool.input_schema, request), tool.input_schema, request)
         try:
             return value, first_argument_error(self._validator(key), value)
         except NexusError as exc:  # a `$ref` that does not resolve within the schema: no call can be valid

@@ -1,0 +1,57 @@
+"""List items the request does not give, taken out of a call: a small model writing a list of objects often repeats an
+item or adds one of its own ("Create an entity for Dave, who is a designer." had written Dave and an invented "John"
+into the knowledge graph). An item that repeats an earlier one goes; so does an item whose name the request never
+states, when another item's it does (a list where no name is stated is left as it is).
+
+>>> entities = {"type": "object", "properties": {"entities": {"type": "array", "items": {"type": "object",
+...     "properties": {"name": {"type": "string"}, "entityType": {"type": "string"}}, "required": ["name"]}}}}
+>>> stated_items({"entities": [{"name": "Dave", "entityType": "designer"}, {"name": "John", "entityType": "designer"}]},
+...              entities, "Create an entity for Dave, who is a designer.")
+{'entities': [{'name': 'Dave', 'entityType': 'designer'}]}
+>>> stated_items({"entities": [{"name": "Ann"}, {"name": "Ann"}, {"name": "Bob"}]}, entities, "Add Ann and Bob")
+{'entities': [{'name': 'Ann'}, {'name': 'Bob'}]}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+NAME_FIELDS = ("name", "entityName", "entity_name", "title")
+
+
+def _name_field(schema: Mapping[str, Any]) -> str | None:
+    """The field that names an item of an object list: a usual name field, else its first required string."""
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    for name in NAME_FIELDS:
+        if isinstance(props.get(name), Mapping) and props[name].get("type") in ("string", None):
+            return name
+    for name in schema.get("required") or []:
+        if isinstance(props.get(name), Mapping) and props[name].get("type") == "string":
+            return name
+    return None
+
+
+def _states(request: str, value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and bool(
+        re.search(rf"(?<!\w){re.escape(value.strip())}(?!\w)", request or "", re.I))
+
+
+def stated_items(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
+    """`arguments` with each list of objects rid of repeated items and of items whose name the request does not
+    state (when it states another item's)."""
+    out = dict(arguments)
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    for name, value in arguments.items():
+        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        items = sub.get("items") if isinstance(sub.get("items"), Mapping) else {}
+        if not isinstance(value, list) or not value or not all(isinstance(v, Mapping) for v in value):
+            continue
+        kept: list[Any] = []
+        for item in value:
+            if item not in kept:
+                kept.append(item)
+        field = _name_field(items)
+        stated = [item for item in kept if field is not None and _states(request, item.get(field))]
+        out[name] = stated or kept
+    return out
