@@ -455,6 +455,19 @@ def test_a_list_item_the_request_does_not_give_is_left_out_of_the_call():
     assert call.valid and call.arguments == {"entities": [{"name": "Dave", "entityType": "designer"}]}
 
 
+def test_a_relation_takes_the_words_the_request_writes_between_its_two_names():
+    """Held-out set 22: "Add a relation: Bob manages Alice." had written the relation type "object"."""
+    relate = Tool("create_relations", "Create multiple new relations between entities in the knowledge graph",
+                  {"type": "object", "properties": {"relations": {"type": "array", "items": {"type": "object", "properties": {
+                      "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}},
+                      "required": ["from", "to", "relationType"]}}}, "required": ["relations"]}, "s")
+    reg = Registry()
+    reg.set_source("s", [relate])
+    backend = ScriptedBackend(arguments=['{"relations": [{"from": "Bob", "to": "Alice", "relationType": "object"}]}'])
+    call = ToolCaller(backend, reg).call("Add a relation: Bob manages Alice.", decision(Action.ROUTE, "create_relations"))
+    assert call.valid and call.arguments == {"relations": [{"from": "Bob", "to": "Alice", "relationType": "manages"}]}
+
+
 def _shortlist_prior(tools, turn, first, second, arguments="{}"):
     """The name-choice prior the model got for a SHORTLIST of `first`, `second` (the gate's order) over `tools`."""
     reg = Registry()

@@ -37,6 +37,7 @@ from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.items import stated_items
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
+from nexus.llm.relations import stated_relation
 from nexus.llm.replacements import stated_replacement
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
                                unstated_required)
@@ -156,7 +157,8 @@ class ToolCaller:
         if request is not None and self.normalise:
             tool = self.registry.get(key)
             value = normalise_arguments(value, tool.input_schema, request, tool_name=key, description=tool.description)
-            value = stated_items(stated_replacement(value, tool.input_schema, request), tool.input_schema, request)
+            for convention in (stated_replacement, stated_items, stated_relation):  # nested values the model fills badly
+                value = convention(value, tool.input_schema, request)
         try:
             return value, first_argument_error(self._validator(key), value)
         except NexusError as exc:  # a `$ref` that does not resolve within the schema: no call can be valid

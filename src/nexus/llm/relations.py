@@ -1,0 +1,81 @@
+"""The relation a request states between two of its names ("Bob manages Alice", "Alice works at Acme") written into a
+relation's type, where the tool takes (from, to, relation type) triples: the knowledge-graph server's
+`create_relations(relations=[{from, to, relationType}])`. The small model fills the type with a word of the schema
+("person", "object") instead of the words between the two names.
+
+>>> triple = {"type": "object", "properties": {"relations": {"type": "array", "items": {"type": "object", "properties": {
+...     "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}}}}}}
+>>> stated_relation({"relations": [{"from": "Bob", "to": "Alice", "relationType": "object"}]}, triple,
+...                 "Add a relation: Bob manages Alice.")
+{'relations': [{'from': 'Bob', 'to': 'Alice', 'relationType': 'manages'}]}
+>>> stated_relation({"relations": [{"from": "Alice", "to": "Bob", "relationType": "person"}]}, triple,
+...                 "Record that Alice is friends with Bob in the knowledge graph.")
+{'relations': [{'from': 'Alice', 'to': 'Bob', 'relationType': 'friends with'}]}
+>>> stated_relation({"relations": [{"from": "Alice", "to": "Acme", "relationType": "works at"}]}, triple,
+...                 "Link Alice to Acme with the relation 'works at'.")  # written as the request says: kept
+{'relations': [{'from': 'Alice', 'to': 'Acme', 'relationType': 'works at'}]}
+>>> stated_relation({"relations": [{"from": "Alice", "to": "Acme", "relationType": "knows"}]}, triple,
+...                 "Link Alice to Acme.")  # nothing stated between them: as written
+{'relations': [{'from': 'Alice', 'to': 'Acme', 'relationType': 'knows'}]}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from nexus.llm.directions import direction
+from nexus.llm.values import words
+from nexus.slb.lexical import STOPWORDS
+
+MAX_WORDS = 4   # a relation stated between two names: "manages", "works at", "is friends with"
+_COPULA = re.compile(r"^(?:is|are|was|were)\s+", re.I)
+
+
+def _fields(schema: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(source, target, relation type) field names of an object schema, when it has exactly one of each."""
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    strings = [n for n, sub in props.items() if isinstance(sub, Mapping) and sub.get("type") in ("string", None)]
+    source = [n for n in strings if direction(n) == "source"]
+    target = [n for n in strings if direction(n) == "target"]
+    kind = [n for n in strings if {"relation", "relationship", "predicate"} & set(words(n))]
+    return (source[0], target[0], kind[0]) if len(source) == len(target) == len(kind) == 1 else None
+
+
+def _between(request: str, first: str, second: str) -> str | None:
+    """The words the request writes between `first` and `second` (in that order), when there are 1 to MAX_WORDS."""
+    match = re.search(rf"(?<!\w){re.escape(first)}(?!\w)\s+(?P<words>[\w' -]+?)\s+(?<!\w){re.escape(second)}(?!\w)",
+                      request, re.I)
+    if match is None:
+        return None
+    said = _COPULA.sub("", match.group("words").strip())
+    content = [w for w in said.lower().split() if w not in STOPWORDS]  # "Link Alice to Acme": no relation stated
+    return said if content and len(said.split()) <= MAX_WORDS else None
+
+
+def _fix(item: Mapping[str, Any], fields: tuple[str, str, str], request: str) -> Mapping[str, Any]:
+    source, target, kind = fields
+    ends = item.get(source), item.get(target)
+    if not all(isinstance(v, str) and v.strip() for v in ends):
+        return item
+    said = _between(request, ends[0].strip(), ends[1].strip())
+    written = item.get(kind)
+    if said is None or (isinstance(written, str) and words(written) and set(words(written)) <= set(words(request))):
+        return item  # nothing stated between the two, or the type written is the request's own words
+    return {**item, kind: said}
+
+
+def stated_relation(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
+    """`arguments` with each (from, to, type) triple's type set to the words the request writes between its two
+    names, unless the type written is in the request's own words; at the top level or in a list of triples."""
+    out = dict(arguments)
+    top = _fields(schema)
+    if top is not None:
+        return dict(_fix(out, top, request))
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    for name, value in arguments.items():
+        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        fields = _fields(sub["items"]) if isinstance(sub.get("items"), Mapping) else None
+        if fields is not None and isinstance(value, list):
+            out[name] = [_fix(v, fields, request) if isinstance(v, Mapping) else v for v in value]
+    return out
