@@ -1131,9 +1131,11 @@ _GLOB = re.compile(r"\bglob", re.I)
 _WILDCARD = re.compile(r"[*?\[{]")
 
 
-def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], description: str = "") -> dict[str, Any]:
+def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], description: str = "",
+                  request: str = "") -> dict[str, Any]:
     """A search pattern with no wildcard, for a tool whose text says its patterns are globs, matches the names that
     hold it anywhere below ("txt" -> "**/*txt*"; a kind of file named in words, its extension: "markdown" ->
+    "**/*.md"; an extension, written with its dot by the model or in the `request`, ends the name: ".md" ->
     "**/*.md"): a glob without one matches only a path spelled exactly so, and
     "Find every .txt file in the workspace." had searched for the pattern "txt" and found nothing. Exclusions
     (`unasked_exclusion`'s names) are left as written.
@@ -1144,6 +1146,8 @@ def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], descr
     ({'pattern': '*.txt'}, {'pattern': 'txt'})
     >>> widened_globs({"pattern": "Markdown"}, {}, "glob patterns")  # a kind of file by its name: its extension
     {'pattern': '**/*.md'}
+    >>> widened_globs({"pattern": "md"}, {}, "glob patterns", "Find every file ending in .md.")
+    {'pattern': '**/*.md'}
     """
     props = schema.get("properties") or {}
     out = dict(arguments)
@@ -1152,10 +1156,21 @@ def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], descr
         said = f"{description} {sub.get('description', '')}"
         if (isinstance(value, str) and value.strip() and "pattern" in name.lower() and not _EXCLUDES.search(name)
                 and _GLOB.search(said) and not _WILDCARD.search(value)):
-            kind = FILE_KINDS.get(value.strip().lower().removesuffix(" files").removesuffix(" file"))
+            kind = FILE_KINDS.get(value.strip().lower().removesuffix(" files").removesuffix(" file")) or _extension(value, request)
             out[name] = f"**/*.{kind}" if kind else f"**/*{value.strip()}*"
     return out
 
+
+def _extension(value: str, request: str) -> str | None:
+    """`value` as a file extension, when it is one written with its dot (".md") or the request writes it so."""
+    bare = value.strip().removeprefix(".")
+    if not _EXTENSION.fullmatch(bare):
+        return None
+    written = value.strip().startswith(".") or re.search(rf"(?<![\w.])\.{re.escape(bare)}(?!\w|\.\w)", request, re.I)
+    return bare if written else None
+
+
+_EXTENSION = re.compile(r"[A-Za-z0-9]{1,5}")
 
 # kinds of file users name in words, and the extension their files carry
 FILE_KINDS = {"markdown": "md", "python": "py", "text": "txt", "javascript": "js", "typescript": "ts", "shell": "sh",
@@ -1218,4 +1233,4 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
             flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None
             if flag is not None:
                 out[name] = flag
-    return moved_into_folder(widened_globs(out, schema, description), request)
+    return moved_into_folder(widened_globs(out, schema, description, request), request)
