@@ -3,6 +3,7 @@ bounded repair, the FALLBACK after it, plain answers, and overflow handling."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -467,6 +468,31 @@ def test_a_relation_takes_the_words_the_request_writes_between_its_two_names():
     call = ToolCaller(backend, reg).call("Add a relation: Bob manages Alice.", decision(Action.ROUTE, "create_relations"))
     assert call.valid and call.arguments == {"relations": [{"from": "Bob", "to": "Alice", "relationType": "manages"}]}
 
+
+
+NOTES = {"type": "object", "properties": {"observations": {"type": "array", "items": {"type": "object", "properties": {
+    "entityName": {"type": "string"}, "contents": {"type": "array", "items": {"type": "string"}}},
+    "required": ["entityName", "contents"]}}}, "required": ["observations"]}
+
+
+@pytest.mark.parametrize("turn, written, recorded", [
+    # held-out set 22: the model wrote no observation at all
+    ("Add to Alice's entry that she plays the piano.", [], ["she plays the piano"]),
+    # set 18: words the request never says
+    ("Add the observation that Alice speaks French to Alice's entry.", ["Alice's name in French"], ["Alice speaks French"]),
+    # sessions 11-14: a quoted observation is meant whole
+    ("Add the observation 'likes jazz' to the entity Alice.", ["jazz"], ["likes jazz"]),
+    # the request's own words are kept, and a request stating no statement changes nothing
+    ("Add the observation that Alice likes hiking.", ["likes hiking"], ["likes hiking"]),
+    ("Add a note to Alice's entry.", ["a note"], ["a note"]),
+])
+def test_a_list_of_statements_records_what_the_request_states(turn, written, recorded):
+    notes = Tool("add_observations", "Add new observations to existing entities in the knowledge graph", NOTES, "s")
+    reg = Registry()
+    reg.set_source("s", [notes])
+    backend = ScriptedBackend(arguments=[json.dumps({"observations": [{"entityName": "Alice", "contents": written}]})])
+    call = ToolCaller(backend, reg).call(turn, decision(Action.ROUTE, "add_observations"))
+    assert call.valid and call.arguments == {"observations": [{"entityName": "Alice", "contents": recorded}]}
 
 def _shortlist_prior(tools, turn, first, second, arguments="{}"):
     """The name-choice prior the model got for a SHORTLIST of `first`, `second` (the gate's order) over `tools`."""

@@ -39,6 +39,7 @@ from nexus.llm.items import stated_items
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.relations import stated_relation
 from nexus.llm.replacements import stated_replacement
+from nexus.llm.statements import stated_statements
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
                                unstated_required)
 from nexus.paths import written_paths
@@ -157,7 +158,7 @@ class ToolCaller:
         if request is not None and self.normalise:
             tool = self.registry.get(key)
             value = normalise_arguments(value, tool.input_schema, request, tool_name=key, description=tool.description)
-            for convention in (stated_replacement, stated_items, stated_relation):  # nested values the model fills badly
+            for convention in (stated_replacement, stated_items, stated_relation, stated_statements):  # nested values the model fills badly
                 value = convention(value, tool.input_schema, request)
         try:
             return value, first_argument_error(self._validator(key), value)

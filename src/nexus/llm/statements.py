@@ -1,0 +1,93 @@
+"""The statement a request asks to record ("… that Alice speaks French", "the observation 'likes jazz'") written into
+a list of statements the model left empty or filled with words the request does not say: the knowledge-graph
+server's `add_observations(observations=[{entityName, contents}])`, `create_entities(entities=[{…, observations}])`.
+The small model wrote `contents: []` for "Add to Alice's entry that she plays the piano." and
+`["Alice's name in French"]` for "Add the observation that Alice speaks French to Alice's entry.".
+
+>>> notes = {"type": "object", "properties": {"observations": {"type": "array", "items": {"type": "object",
+...     "properties": {"entityName": {"type": "string"}, "contents": {"type": "array", "items": {"type": "string"}}}}}}}
+>>> stated_statements({"observations": [{"entityName": "Alice", "contents": []}]}, notes,
+...                   "Add to Alice's entry that she plays the piano.")
+{'observations': [{'entityName': 'Alice', 'contents': ['she plays the piano']}]}
+>>> stated_statements({"observations": [{"entityName": "Alice", "contents": ["jazz"]}]}, notes,
+...                   "Add the observation 'likes jazz' to the entity Alice.")
+{'observations': [{'entityName': 'Alice', 'contents': ['likes jazz']}]}
+>>> stated_statements({"observations": [{"entityName": "Alice", "contents": ["likes hiking"]}]}, notes,
+...                   "Add that Alice likes hiking.")  # the request's own words: kept
+{'observations': [{'entityName': 'Alice', 'contents': ['likes hiking']}]}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from nexus.llm.values import words
+
+STATEMENT_NAMES = {"observation", "observations", "contents", "facts", "notes", "statements"}
+MIN_WORDS = 2
+_QUOTED = re.compile(r"""(?<!\w)(?:'(?P<single>[^']{2,}?)'|"(?P<double>[^"]{2,}?)")(?!\w)""")
+_THAT = re.compile(r"\bthat\s+(?P<clause>[^.!?]+)", re.I)
+# where the clause says where it goes rather than what it says: "… to Alice's entry", "… in the knowledge graph"
+_PLACE = re.compile(r"\s+(?:to|in|into|on|for|from)\s+(?:(?:the|my|a|an|[\w-]+'s)\s+)*(?:[\w-]+\s+){0,2}?"
+                    r"(?:entry|entity|record|knowledge\s+graph|graph|memory|profile|node)\b.*$", re.I)
+_STARTS_PLACE = re.compile(r"^(?:to|in|into|on|for|from|is|was)\b", re.I)
+
+
+def stated_statement(request: str) -> tuple[str, bool] | None:
+    """(the one quoted text of the request, True), else (the clause after "that" without where it goes, False);
+    None when the request states neither (or quotes several texts)."""
+    quoted = [m.group("single") or m.group("double") for m in _QUOTED.finditer(request)]
+    if len(quoted) == 1:
+        return quoted[0].strip(), True
+    match = _THAT.search(request)
+    if match is None or quoted:
+        return None
+    clause = _PLACE.sub("", match.group("clause")).strip(" ,;:")
+    if len(clause.split()) < MIN_WORDS or _STARTS_PLACE.match(clause):
+        return None
+    return clause, False
+
+
+def _unsaid(items: list[Any], request: str, statement: str, quoted: bool) -> bool:
+    """The written statements leave the stated one out: none, one with words the request does not use, or (for a
+    quoted statement, which is meant word for word) a part of it only. A clause written without its subject
+    ("likes hiking" for "… that Alice likes hiking") is the request's words: kept."""
+    if not items:
+        return True
+    said = set(words(request))
+    for item in items:
+        if not isinstance(item, str):
+            return False
+        part = item.strip().lower() != statement.lower() and item.strip().lower() in statement.lower()
+        if not set(words(item)) <= said or (quoted and part):
+            return True
+    return False
+
+
+def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str, stated: tuple[str, bool]) -> Mapping[str, Any]:
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    out = dict(item)
+    for name, value in item.items():
+        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        strings = sub.get("type") == "array" and isinstance(sub.get("items"), Mapping) and sub["items"].get("type") == "string"
+        if strings and set(words(name)) & STATEMENT_NAMES and isinstance(value, list) and _unsaid(value, request, *stated):
+            out[name] = [stated[0]]
+    return out
+
+
+def stated_statements(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
+    """`arguments` with each list of statements (a list of strings named observations, contents, facts …), at the top
+    level or in a list of objects, set to the statement the request states (`stated_statement`) when what the model
+    wrote leaves it out (`_unsaid`); anything else as written."""
+    stated = stated_statement(request)
+    if stated is None:
+        return dict(arguments)
+    out = dict(_fix(arguments, schema, request, stated))
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    for name, value in arguments.items():
+        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        items = sub.get("items") if isinstance(sub.get("items"), Mapping) else None
+        if items is not None and items.get("type") == "object" and isinstance(value, list):
+            out[name] = [_fix(v, items, request, stated) if isinstance(v, Mapping) else v for v in value]
+    return out
