@@ -427,6 +427,13 @@ def test_a_tool_without_room_for_the_paths_the_request_writes_is_weighted_down(t
         assert prior[first] == pytest.approx(0.9)
 
 
+def routed_call(tool: Tool, arguments: str, turn: str):
+    """The call the LLM path makes when the gate routes `turn` to `tool` and the model writes `arguments`."""
+    reg = Registry()
+    reg.set_source("s", [tool])
+    return ToolCaller(ScriptedBackend(arguments=[arguments]), reg).call(turn, decision(Action.ROUTE, tool.name))
+
+
 def test_an_edit_takes_the_replacement_the_request_states():
     """"In notes.txt, change Acme to Globex." had reached edit_file with `oldText: "G"`; the stated pair is written in,
     and the call is valid (a destructive call whose values the request states is not held back)."""
@@ -434,10 +441,8 @@ def test_an_edit_takes_the_replacement_the_request_states():
         "path": {"type": "string"}, "edits": {"type": "array", "items": {"type": "object", "properties": {
             "oldText": {"type": "string"}, "newText": {"type": "string"}}, "required": ["oldText", "newText"]}}},
         "required": ["path", "edits"]}, "s", annotations={"readOnlyHint": False, "destructiveHint": True})
-    reg = Registry()
-    reg.set_source("s", [edit])
-    backend = ScriptedBackend(arguments=['{"path": "notes.txt", "edits": [{"oldText": "G", "newText": "Globex"}]}'])
-    call = ToolCaller(backend, reg).call("In notes.txt, change Acme to Globex.", decision(Action.ROUTE, "edit_file"))
+    call = routed_call(edit, '{"path": "notes.txt", "edits": [{"oldText": "G", "newText": "Globex"}]}',
+                       "In notes.txt, change Acme to Globex.")
     assert call.valid and call.arguments == {"path": "notes.txt", "edits": [{"oldText": "Acme", "newText": "Globex"}]}
 
 
@@ -447,12 +452,8 @@ def test_a_list_item_the_request_does_not_give_is_left_out_of_the_call():
                   "properties": {"entities": {"type": "array", "items": {"type": "object", "properties": {
                       "name": {"type": "string"}, "entityType": {"type": "string"}}, "required": ["name", "entityType"]}}},
                   "required": ["entities"]}, "s")
-    reg = Registry()
-    reg.set_source("s", [create])
-    backend = ScriptedBackend(arguments=['{"entities": [{"name": "Dave", "entityType": "designer"}, '
-                                         '{"name": "John", "entityType": "designer"}]}'])
-    call = ToolCaller(backend, reg).call("Create an entity for Dave, who is a designer.",
-                                         decision(Action.ROUTE, "create_entities"))
+    call = routed_call(create, '{"entities": [{"name": "Dave", "entityType": "designer"}, '
+                               '{"name": "John", "entityType": "designer"}]}', "Create an entity for Dave, who is a designer.")
     assert call.valid and call.arguments == {"entities": [{"name": "Dave", "entityType": "designer"}]}
 
 
@@ -462,12 +463,9 @@ def test_a_relation_takes_the_words_the_request_writes_between_its_two_names():
                   {"type": "object", "properties": {"relations": {"type": "array", "items": {"type": "object", "properties": {
                       "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}},
                       "required": ["from", "to", "relationType"]}}}, "required": ["relations"]}, "s")
-    reg = Registry()
-    reg.set_source("s", [relate])
-    backend = ScriptedBackend(arguments=['{"relations": [{"from": "Bob", "to": "Alice", "relationType": "object"}]}'])
-    call = ToolCaller(backend, reg).call("Add a relation: Bob manages Alice.", decision(Action.ROUTE, "create_relations"))
+    call = routed_call(relate, '{"relations": [{"from": "Bob", "to": "Alice", "relationType": "object"}]}',
+                       "Add a relation: Bob manages Alice.")
     assert call.valid and call.arguments == {"relations": [{"from": "Bob", "to": "Alice", "relationType": "manages"}]}
-
 
 
 NOTES = {"type": "object", "properties": {"observations": {"type": "array", "items": {"type": "object", "properties": {
@@ -488,11 +486,9 @@ NOTES = {"type": "object", "properties": {"observations": {"type": "array", "ite
 ])
 def test_a_list_of_statements_records_what_the_request_states(turn, written, recorded):
     notes = Tool("add_observations", "Add new observations to existing entities in the knowledge graph", NOTES, "s")
-    reg = Registry()
-    reg.set_source("s", [notes])
-    backend = ScriptedBackend(arguments=[json.dumps({"observations": [{"entityName": "Alice", "contents": written}]})])
-    call = ToolCaller(backend, reg).call(turn, decision(Action.ROUTE, "add_observations"))
+    call = routed_call(notes, json.dumps({"observations": [{"entityName": "Alice", "contents": written}]}), turn)
     assert call.valid and call.arguments == {"observations": [{"entityName": "Alice", "contents": recorded}]}
+
 
 def _shortlist_prior(tools, turn, first, second, arguments="{}"):
     """The name-choice prior the model got for a SHORTLIST of `first`, `second` (the gate's order) over `tools`."""

@@ -327,7 +327,6 @@ def test_a_glob_search_pattern_without_a_wildcard_matches_names_that_hold_it():
                                description=says)["pattern"] == "**/*notes*"
 
 
-
 def test_an_extension_the_request_writes_with_its_dot_ends_the_glob():
     """"Find every file ending in .md." had searched `**/*md*`, which also matches names holding "md" elsewhere."""
     schema = {"type": "object", "properties": {"path": {"type": "string"}, "pattern": {"type": "string"}}}
@@ -339,6 +338,7 @@ def test_an_extension_the_request_writes_with_its_dot_ends_the_glob():
     assert widened_globs({"pattern": "md"}, schema, says, "Find files about md5 sums") == {"pattern": "**/*md*"}
     assert widened_globs({"pattern": "notes"}, schema, says, "Search for notes.txt") == {"pattern": "**/*notes*"}
     assert widened_globs({"pattern": "txt"}, schema, says, "Open file.txt.bak") == {"pattern": "**/*txt*"}
+
 
 def test_a_move_onto_itself_goes_into_the_folder_the_request_names():
     """"Move notes.txt into the archive folder." had called move_file(notes.txt -> notes.txt), refused by the server."""

@@ -53,6 +53,8 @@ ANY_OBJECT = {"type": "object"}  # the grammar of last resort: any JSON object (
 SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 
 
+# nested values the small model fills badly, each set from what the request states (after `normalise_arguments`)
+NESTED_CONVENTIONS = (stated_replacement, stated_items, stated_relation, stated_statements)
 UNSTATED_PRIOR = 0.1  # a listed tool that does not fit what the request states (`ToolCaller._grounded`; session 12)
 
 
@@ -158,7 +160,7 @@ class ToolCaller:
         if request is not None and self.normalise:
             tool = self.registry.get(key)
             value = normalise_arguments(value, tool.input_schema, request, tool_name=key, description=tool.description)
-            for convention in (stated_replacement, stated_items, stated_relation, stated_statements):  # nested values the model fills badly
+            for convention in NESTED_CONVENTIONS:
                 value = convention(value, tool.input_schema, request)
         try:
             return value, first_argument_error(self._validator(key), value)

@@ -17,12 +17,14 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from nexus.llm.nested import field_schema, item_schema, properties
+
 NAME_FIELDS = ("name", "entityName", "entity_name", "title")
 
 
 def _name_field(schema: Mapping[str, Any]) -> str | None:
     """The field that names an item of an object list: a usual name field, else its first required string."""
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    props = properties(schema)
     for name in NAME_FIELDS:
         if isinstance(props.get(name), Mapping) and props[name].get("type") in ("string", None):
             return name
@@ -41,10 +43,8 @@ def stated_items(arguments: Mapping[str, Any], schema: Mapping[str, Any], reques
     """`arguments` with each list of objects rid of repeated items and of items whose name the request does not
     state (when it states another item's)."""
     out = dict(arguments)
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     for name, value in arguments.items():
-        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
-        items = sub.get("items") if isinstance(sub.get("items"), Mapping) else {}
+        items = item_schema(field_schema(schema, name)) or {}
         if not isinstance(value, list) or not value or not all(isinstance(v, Mapping) for v in value):
             continue
         kept: list[Any] = []

@@ -25,6 +25,7 @@ import re
 from typing import Any, Mapping
 
 from nexus.llm.directions import direction
+from nexus.llm.nested import each_object, string_fields
 from nexus.llm.values import words
 from nexus.slb.lexical import STOPWORDS
 
@@ -34,8 +35,7 @@ _COPULA = re.compile(r"^(?:is|are|was|were)\s+", re.I)
 
 def _fields(schema: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """(source, target, relation type) field names of an object schema, when it has exactly one of each."""
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    strings = [n for n, sub in props.items() if isinstance(sub, Mapping) and sub.get("type") in ("string", None)]
+    strings = string_fields(schema)
     source = [n for n in strings if direction(n) == "source"]
     target = [n for n in strings if direction(n) == "target"]
     kind = [n for n in strings if {"relation", "relationship", "predicate"} & set(words(n))]
@@ -53,7 +53,10 @@ def _between(request: str, first: str, second: str) -> str | None:
     return said if content and len(said.split()) <= MAX_WORDS else None
 
 
-def _fix(item: Mapping[str, Any], fields: tuple[str, str, str], request: str) -> Mapping[str, Any]:
+def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> Mapping[str, Any]:
+    fields = _fields(schema)
+    if fields is None:
+        return item
     source, target, kind = fields
     ends = item.get(source), item.get(target)
     if not all(isinstance(v, str) and v.strip() for v in ends):
@@ -68,14 +71,4 @@ def _fix(item: Mapping[str, Any], fields: tuple[str, str, str], request: str) ->
 def stated_relation(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
     """`arguments` with each (from, to, type) triple's type set to the words the request writes between its two
     names, unless the type written is in the request's own words; at the top level or in a list of triples."""
-    out = dict(arguments)
-    top = _fields(schema)
-    if top is not None:
-        return dict(_fix(out, top, request))
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    for name, value in arguments.items():
-        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
-        fields = _fields(sub["items"]) if isinstance(sub.get("items"), Mapping) else None
-        if fields is not None and isinstance(value, list):
-            out[name] = [_fix(v, fields, request) if isinstance(v, Mapping) else v for v in value]
-    return out
+    return each_object(arguments, schema, lambda item, sub: _fix(item, sub, request))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from nexus.llm.nested import properties, string_fields
 from nexus.llm.values import words
 
 # a pair's first name words (not from / to: `from_currency`, `to_date` are no text to replace)
@@ -49,8 +50,7 @@ def request_replacement(request: str) -> tuple[str, str] | None:
 
 def _pair(schema: Mapping[str, Any]) -> tuple[str, str] | None:
     """The names of an object schema's old-text and new-text string parameters, when it has one of each."""
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    strings = [n for n, sub in props.items() if isinstance(sub, Mapping) and sub.get("type") in ("string", None)]
+    strings = string_fields(schema)
     old = [n for n in strings if words(n) and words(n)[0] in OLD]
     new = [n for n in strings if words(n) and words(n)[0] in NEW]
     return (old[0], new[0]) if len(old) == 1 and len(new) == 1 and old != new else None
@@ -68,8 +68,7 @@ def stated_replacement(arguments: Mapping[str, Any], schema: Mapping[str, Any], 
     if top is not None:
         out.update(zip(top, stated))
         return out
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    for name, sub in props.items():
+    for name, sub in properties(schema).items():
         items = sub.get("items") if isinstance(sub, Mapping) and sub.get("type") == "array" else None
         pair = _pair(items) if isinstance(items, Mapping) else None
         value = out.get(name, [])

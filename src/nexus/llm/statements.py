@@ -22,10 +22,12 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from nexus.llm.nested import each_object, field_schema, item_schema
 from nexus.llm.values import words
 
 STATEMENT_NAMES = {"observation", "observations", "contents", "facts", "notes", "statements"}
 MIN_WORDS = 2
+# not `values._QUOTED`: an observation may be long, and the apostrophe inside a word ("Alice's") opens no quote
 _QUOTED = re.compile(r"""(?<!\w)(?:'(?P<single>[^']{2,}?)'|"(?P<double>[^"]{2,}?)")(?!\w)""")
 _THAT = re.compile(r"\bthat\s+(?P<clause>[^.!?]+)", re.I)
 # where the clause says where it goes rather than what it says: "… to Alice's entry", "… in the knowledge graph"
@@ -34,7 +36,7 @@ _PLACE = re.compile(r"\s+(?:to|in|into|on|for|from)\s+(?:(?:the|my|a|an|[\w-]+'s
 _STARTS_PLACE = re.compile(r"^(?:to|in|into|on|for|from|is|was)\b", re.I)
 
 
-def stated_statement(request: str) -> tuple[str, bool] | None:
+def request_statement(request: str) -> tuple[str, bool] | None:
     """(the one quoted text of the request, True), else (the clause after "that" without where it goes, False);
     None when the request states neither (or quotes several texts)."""
     quoted = [m.group("single") or m.group("double") for m in _QUOTED.finditer(request)]
@@ -66,11 +68,10 @@ def _unsaid(items: list[Any], request: str, statement: str, quoted: bool) -> boo
 
 
 def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str, stated: tuple[str, bool]) -> Mapping[str, Any]:
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     out = dict(item)
     for name, value in item.items():
-        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
-        strings = sub.get("type") == "array" and isinstance(sub.get("items"), Mapping) and sub["items"].get("type") == "string"
+        items = item_schema(field_schema(schema, name))
+        strings = items is not None and items.get("type") == "string"
         if strings and set(words(name)) & STATEMENT_NAMES and isinstance(value, list) and _unsaid(value, request, *stated):
             out[name] = [stated[0]]
     return out
@@ -78,16 +79,9 @@ def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str, state
 
 def stated_statements(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
     """`arguments` with each list of statements (a list of strings named observations, contents, facts …), at the top
-    level or in a list of objects, set to the statement the request states (`stated_statement`) when what the model
+    level or in a list of objects, set to the statement the request states (`request_statement`) when what the model
     wrote leaves it out (`_unsaid`); anything else as written."""
-    stated = stated_statement(request)
+    stated = request_statement(request)
     if stated is None:
         return dict(arguments)
-    out = dict(_fix(arguments, schema, request, stated))
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    for name, value in arguments.items():
-        sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
-        items = sub.get("items") if isinstance(sub.get("items"), Mapping) else None
-        if items is not None and items.get("type") == "object" and isinstance(value, list):
-            out[name] = [_fix(v, items, request, stated) if isinstance(v, Mapping) else v for v in value]
-    return out
+    return each_object(arguments, schema, lambda item, sub: _fix(item, sub, request, stated))

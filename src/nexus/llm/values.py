@@ -1161,6 +1161,9 @@ def widened_globs(arguments: Mapping[str, Any], schema: Mapping[str, Any], descr
     return out
 
 
+_EXTENSION = re.compile(r"[A-Za-z0-9]{1,5}")
+
+
 def _extension(value: str, request: str) -> str | None:
     """`value` as a file extension, when it is one written with its dot (".md") or the request writes it so."""
     bare = value.strip().removeprefix(".")
@@ -1168,9 +1171,6 @@ def _extension(value: str, request: str) -> str | None:
         return None
     written = value.strip().startswith(".") or re.search(rf"(?<![\w.])\.{re.escape(bare)}(?!\w|\.\w)", request, re.I)
     return bare if written else None
-
-
-_EXTENSION = re.compile(r"[A-Za-z0-9]{1,5}")
 
 # kinds of file users name in words, and the extension their files carry
 FILE_KINDS = {"markdown": "md", "python": "py", "text": "txt", "javascript": "js", "typescript": "ts", "shell": "sh",
