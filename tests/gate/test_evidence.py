@@ -9,7 +9,8 @@ import pytest
 
 from nexus.gate import Action, BoundaryGate, GateModel
 from nexus.gate.cross_encoder import FakePairScorer
-from nexus.gate.evidence import runs_sql, stated_expression, stated_sql, takes_only_expression, takes_only_sql
+from nexus.gate.evidence import (runs_sql, stated_expression, stated_path_list, stated_sql, takes_only_expression,
+                                 takes_only_path_list, takes_only_sql)
 from nexus.gate.probabilities import GateCalibration, Thresholds
 from nexus.registry import Registry, Tool
 from nexus.slb import HashEmbedder, SemanticLookasideBuffer
@@ -141,3 +142,37 @@ def test_a_written_sql_statement_overrules_no_tool_for_the_tool_that_runs_its_ki
     d = narrow.decide(turn)
     assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_query"
     assert _gate(OTHERS).decide("Execute the query SELECT title FROM notes.").action is Action.NO_TOOL
+
+
+PATHS = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]}
+READ_ONE = Tool("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}},
+                                             "required": ["path"]}, "t")
+MOVE = Tool("move_file", "Move or rename a file", {"type": "object", "properties": {
+    "source": {"type": "string"}, "destination": {"type": "string"}}, "required": ["source", "destination"]}, "t")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Read both notes.txt and todo.txt.", ["notes.txt", "todo.txt"]),
+    ("Show me notes.md, plan.md and /srv/data/c.md", ["notes.md", "plan.md", "/srv/data/c.md"]),
+    ("Read notes.txt", []),                                   # one path
+    ("Move notes.txt to done.txt", []),                       # written apart
+    ("Copy notes.txt and todo.txt into the archive", []),     # the list goes somewhere
+    ("Compare notes.txt with the one in /srv/backup/", []),
+])
+def test_a_list_of_paths_is_stated_only_as_one_list(text, expected):
+    assert stated_path_list(text) == expected
+
+
+def test_a_stated_path_list_leads_with_the_tool_that_takes_a_list_of_paths():
+    many = Tool("read_multiple_files", "Read several files at once", PATHS, "t")
+    assert takes_only_path_list(PATHS) and not takes_only_path_list(READ_ONE.input_schema)
+    gate = _gate([*OTHERS, READ_ONE, MOVE, many])
+    turn = "Read both notes.txt and todo.txt."
+    hits = gate.slb.search(turn, k=gate.k)
+    assert [hits[i].key for i in gate._evidence_tools(turn, hits)] == ["read_multiple_files"]
+    d = gate.decide(turn)
+    assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_multiple_files"
+    # two paths written apart, or one path: no list, so no evidence, and the gate's own order stands
+    for turn in ("Move notes.txt to done.txt", "Read notes.txt"):
+        assert gate._evidence_tools(turn, gate.slb.search(turn, k=gate.k)) == set()
+        assert gate.decide(turn).candidates[0].key != "read_multiple_files"

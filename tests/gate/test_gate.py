@@ -97,6 +97,11 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Is that what I asked for?", True),
     ("That was really helpful, cheers!", False), ("It was very useful.", False), ("That was great, now do it for Oslo", True),
     ("Was that helpful?", True),
+    # thanks and assent however worded (`nexus.gate.social`), and a "that" opening a clause with its subject
+    ("Cool, appreciate it.", False), ("Much obliged!", False), ("That works for me.", False), ("Noted.", False),
+    ("Fair enough.", False), ("Nice one, cheers", False), ("Do it again.", True), ("Delete that one.", True),
+    ("Record that Alice is friends with Bob.", False), ("Remove the observation that Alice likes tennis.", False),
+    ("Record that.", True), ("Delete that Alice entry.", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

@@ -477,7 +477,10 @@ NOTES = {"type": "object", "properties": {"observations": {"type": "array", "ite
     # held-out set 22: the model wrote no observation at all
     ("Add to Alice's entry that she plays the piano.", [], ["she plays the piano"]),
     # set 18: words the request never says
-    ("Add the observation that Alice speaks French to Alice's entry.", ["Alice's name in French"], ["Alice speaks French"]),
+    # (the clause without its subject when that is the entity: how the graph keeps "works at Acme")
+    ("Add the observation that Alice speaks French to Alice's entry.", ["Alice's name in French"], ["speaks French"]),
+    # set 25 and held-out set 26: a part of the clause that leaves out more than its subject
+    ("Add the fact that Alice speaks Spanish to Alice's entry.", ["Spanish"], ["speaks Spanish"]),
     # sessions 11-14: a quoted observation is meant whole
     ("Add the observation 'likes jazz' to the entity Alice.", ["jazz"], ["likes jazz"]),
     # the request's own words are kept, and a request stating no statement changes nothing

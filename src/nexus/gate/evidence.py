@@ -30,8 +30,11 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping, Sequence
 
+from nexus.paths import PATHS
 from nexus.signatures.compiler import split_identifier
 
+_LIST_JOINER = re.compile(r"\s*(?:,|&|\band\b|\bplus\b|\bas well as\b|,\s*and\b|\s)\s*", re.I)
+_SENT_ON = re.compile(r"\b(?:to|into|onto|as|in|under|inside)\b", re.I)
 EXPRESSION_NAME = frozenset(("expression", "expr", "formula", "equation"))
 # arithmetic in words -> operators; the verb forms ("multiply 17 by 23") come first, before "by" is read as anything else
 _NUM = r"(-?\d+(?:\.\d+)?)"
@@ -219,6 +222,38 @@ def named_table(text: str) -> str | None:
 def asked_sql(text: str) -> str | None:
     """The kind of SQL statement a request writes out (`stated_sql`) or asks for in words (`sql_in_words`)."""
     return stated_sql(text) or sql_in_words(text)
+
+
+def stated_path_list(text: str) -> list[str]:
+    """The paths of a turn that lists two or more of them as one list ("Read notes.txt and todo.txt", "a.md, b.md and
+    c.md") and nothing else; [] when it writes fewer, or writes one apart ("Move a.txt to b.txt") or sends the list
+    somewhere ("Copy a.txt and b.txt to the backup folder": a move or copy, not a read of both).
+
+    >>> stated_path_list("Read both notes.txt and todo.txt."), stated_path_list("Show ab.md, plan.md & /srv/c.md please")
+    (['notes.txt', 'todo.txt'], ['ab.md', 'plan.md', '/srv/c.md'])
+    >>> stated_path_list("Move ab.txt to cd.txt"), stated_path_list("Copy ab.txt and cd.txt into archive"), stated_path_list("Read ab.txt")
+    ([], [], [])
+    """
+    found = list(PATHS.finditer(text or ""))
+    if len(found) < 2:
+        return []
+    between = [text[a.end():b.start()] for a, b in zip(found, found[1:])]
+    if not all(_LIST_JOINER.fullmatch(gap) for gap in between) or _SENT_ON.search(text[found[-1].end():]):
+        return []
+    return [m.group(0) for m in found]
+
+
+def is_path_list_parameter(name: str, schema: Mapping[str, Any]) -> bool:
+    """An array of strings that are paths: named paths / files / file paths ("paths", "file_list" is not)."""
+    items = schema.get("items")
+    words = set(split_identifier(str(name)).split())
+    return schema.get("type") == "array" and isinstance(items, Mapping) and items.get("type") in ("string", None) \
+        and bool(words & {"paths", "path", "files", "filenames", "filepaths"})
+
+
+def takes_only_path_list(schema: Mapping[str, Any]) -> bool:
+    """A tool whose required input is a list of paths and nothing else (`read_multiple_files`)."""
+    return _takes_only(schema, is_path_list_parameter)
 
 
 def is_sql_parameter(name: str, schema: Mapping[str, Any]) -> bool:

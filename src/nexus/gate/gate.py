@@ -30,12 +30,14 @@ import numpy as np
 
 from nexus.gate.cross_encoder import tool_text
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import asked_sql, runs_sql, stated_expression, takes_only_expression
+from nexus.gate.evidence import (asked_sql, runs_sql, stated_expression, stated_path_list, takes_only_expression,
+                                 takes_only_path_list)
 from nexus.gate.model import GateModel, GateModelError
 from nexus.gate.policy import choose_action
 from nexus.paths import PATHS, path_kind
 from nexus.gate.probabilities import Thresholds, TurnProbabilities
 from nexus.gate.reference import REFERENCE_TURNS, no_tool_floor
+from nexus.gate.social import is_social
 from nexus.registry import Registry
 from nexus.slb.index import Hit, SemanticLookasideBuffer
 
@@ -53,7 +55,11 @@ _DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b|^(\W*(?:\w+\
 _EXISTENTIAL = re.compile(r"\b(?:(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+there|there\s*(?:is|are|was|were|'s|'re))\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 # "Remember that Bob's birthday is on 12 May": a "that" opening a clause points forward, not back
-_THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b", re.I)
+_THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b"
+                          # "Record that Alice is friends with Bob", "Remove the observation that Alice likes tennis":
+                          # "that", then a clause with its named subject and verb ("Save that to notes.txt" points back)
+                          r"|\b(\w+)\s+that\s+(?=(?-i:[A-Z])[\w'-]*\s+(?:is|are|was|were|has|had|will|can|does|did|"
+                          r"\w+(?<!s)s)\b)", re.I)
 # acknowledgements, also as "that's perfect": a turn of its own, or the lead of a sign-off ("That's perfect, thank you!"
 # had read its "that" as a reference back and called the previous turn's tool)
 # (also "That was really helpful, cheers!", whose "that" had borrowed the knowledge-graph request before it)
@@ -90,8 +96,10 @@ def is_follow_up(turn: str) -> bool:
         return bool(_CONTINUATION.match(turn[greeted.end():]))
     if _CLOSERS.match(turn) or _SATISFIED.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
+    if is_social(turn):  # "Cool, appreciate it.", "That works for me.": thanks or assent, however short
+        return False
     words = turn.split()
-    own = _THAT_CLAUSE.sub(r"\1", _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2) or m.group(3), turn))
+    own = _THAT_CLAUSE.sub(lambda m: m.group(1) or m.group(2), _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2) or m.group(3), turn))
     own = _EXISTENTIAL.sub(" ", own)
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table)
@@ -300,14 +308,15 @@ class BoundaryGate:
 
     def _evidence_tools(self, turn: str, hits: Sequence[Hit]) -> set[int]:
         """Candidates (indices into `hits`) whose whole input the turn states (`nexus.gate.evidence`): an arithmetic
-        expression for a calculator, a SQL statement for a tool that runs statements of its kind; empty when the turn
-        states neither."""
-        expression, sql = stated_expression(turn) is not None, asked_sql(turn)
-        if not expression and sql is None:
+        expression for a calculator, a SQL statement for a tool that runs statements of its kind, a list of paths for
+        a tool that takes a list of paths; empty when the turn states none of these."""
+        expression, sql, paths = stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn))
+        if not expression and sql is None and not paths:
             return set()
         tools = {i: self.registry.get(hit.key) for i, hit in enumerate(hits) if hit.key in self.registry}
         return {i for i, tool in tools.items() if (expression and takes_only_expression(tool.input_schema))
-                or (sql is not None and runs_sql(tool.description, tool.input_schema, sql))}
+                or (sql is not None and runs_sql(tool.description, tool.input_schema, sql))
+                or (paths and takes_only_path_list(tool.input_schema))}
 
     def _add_request_tops(self, turn: str, text: str, hits: Sequence[Hit], out: TurnProbabilities,
                           ranked: list[Hit], scores: list[float]) -> None:

@@ -12,6 +12,11 @@ The small model wrote `contents: []` for "Add to Alice's entry that she plays th
 >>> stated_statements({"observations": [{"entityName": "Alice", "contents": ["jazz"]}]}, notes,
 ...                   "Add the observation 'likes jazz' to the entity Alice.")
 {'observations': [{'entityName': 'Alice', 'contents': ['likes jazz']}]}
+>>> deletions = {"type": "object", "properties": {"deletions": {"type": "array", "items": {"type": "object",
+...     "properties": {"entityName": {"type": "string"}, "observations": {"type": "array", "items": {"type": "string"}}}}}}}
+>>> stated_statements({"deletions": [{"entityName": "Alice", "observations": ["Tennis"]}]}, deletions,
+...                   "Remove the observation that Alice likes tennis.")  # a part: the clause, as the graph keeps it
+{'deletions': [{'entityName': 'Alice', 'observations': ['likes tennis']}]}
 >>> stated_statements({"observations": [{"entityName": "Alice", "contents": ["likes hiking"]}]}, notes,
 ...                   "Add that Alice likes hiking.")  # the request's own words: kept
 {'observations': [{'entityName': 'Alice', 'contents': ['likes hiking']}]}
@@ -62,7 +67,9 @@ def _unsaid(items: list[Any], request: str, statement: str, quoted: bool) -> boo
         if not isinstance(item, str):
             return False
         part = item.strip().lower() != statement.lower() and item.strip().lower() in statement.lower()
-        if not set(words(item)) <= said or (quoted and part):
+        # a part of a clause that leaves more than its subject out ("tennis" for "Alice likes tennis") says less
+        short = part and len(words(item)) < len(words(statement)) - 1
+        if not set(words(item)) <= said or (quoted and part) or short:
             return True
     return False
 
@@ -73,8 +80,18 @@ def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str, state
         items = item_schema(field_schema(schema, name))
         strings = items is not None and items.get("type") == "string"
         if strings and set(words(name)) & STATEMENT_NAMES and isinstance(value, list) and _unsaid(value, request, *stated):
-            out[name] = [stated[0]]
+            out[name] = [_without_subject(stated[0], item) if not stated[1] else stated[0]]
     return out
+
+
+def _without_subject(clause: str, item: Mapping[str, Any]) -> str:
+    """A clause whose subject is the entity the statement is about, without it ("likes tennis" for "Alice likes
+    tennis" in Alice's entry: how the graph keeps its observations); else as it is."""
+    names = [v for k, v in item.items() if isinstance(v, str) and "name" in words(k) and v.strip()]
+    for name in names:
+        if clause.lower().startswith(name.strip().lower() + " ") and len(clause.split()) > len(name.split()) + 1:
+            return clause[len(name.strip()):].strip()
+    return clause
 
 
 def stated_statements(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
