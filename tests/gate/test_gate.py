@@ -102,6 +102,7 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Fair enough.", False), ("Nice one, cheers", False), ("Do it again.", True), ("Delete that one.", True),
     ("Record that Alice is friends with Bob.", False), ("Remove the observation that Alice likes tennis.", False),
     ("Record that.", True), ("Delete that Alice entry.", True),
+    ("Calculate 17 squared.", False), ("Multiply 17 by 23.", False), ("And 17 squared?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

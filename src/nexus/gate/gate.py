@@ -103,7 +103,9 @@ def is_follow_up(turn: str) -> bool:
     own = _EXISTENTIAL.sub(" ", own)
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table)
-    written = bool(PATHS.search(turn))
+    # so does one that states an arithmetic expression ("Calculate 17 squared.", three words, had borrowed the time
+    # request before it and converted that time again)
+    written = bool(PATHS.search(turn)) or stated_expression(turn) is not None
     refers_back = len(words) <= 8 and bool(_ANAPHORA.search(own)) and not written
     return bool(_CONTINUATION.match(turn)) or (len(words) <= 3 and not written) or refers_back
 
