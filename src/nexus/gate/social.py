@@ -10,8 +10,9 @@ acknowledgements and greetings of `data/train/no_tool` they still let 708 throug
 "open", "delete" or "do", "again", "instead", "other" — is never among them. Whether the turn needs a tool is still the
 gate's to decide, on the turn alone.
 
->>> [is_social(t) for t in ("Cool, appreciate it.", "Much obliged!", "That works for me.", "Nice one, cheers", "That would do.")]
-[True, True, True, True, True]
+>>> [is_social(t) for t in ("Cool, appreciate it.", "Much obliged!", "That works for me.", "Nice one, cheers", "That would do.",
+...                             "Super, talk soon!")]
+[True, True, True, True, True, True]
 >>> [is_social(t) for t in ("And London?", "Do it again.", "That one.", "Open it.", "Is it correct?", "")]
 [False, False, False, False, False, False]
 """
@@ -22,7 +23,7 @@ import re
 
 # Phrases first, so their content-looking words ("rock", "mind", "plan") count only inside them.
 _PHRASES = re.compile(r"\b(?:you rock|well done|good stuff|makes? sense|fair enough|good to know|never ?mind|no worries|"
-                      r"no problem|no more|my bad|(?:that|this|it) (?:will|would|should|could) do(?: it)?|sounds like a plan|(?:nice|good|great) (?:one|work|job)|take care|see (?:you|ya)|"
+                      r"no problem|no more|my bad|talk (?:to you )?(?:soon|later)|catch you later|(?:thanks|thank you) a (?:million|ton|bunch|lot)|(?:that|this|it) (?:will|would|should|could) do(?: it)?|sounds like a plan|(?:nice|good|great) (?:one|work|job)|take care|see (?:you|ya)|"
                       r"have a (?:nice|good|great) (?:day|one|evening|night|weekend))\b", re.I)
 _WORDS = frozenset("""
 thanks thank thx ty ta tnx cheers appreciate appreciated appreciation grateful obliged kindly bye goodbye later
