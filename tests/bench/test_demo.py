@@ -57,6 +57,18 @@ def test_score_counts_right_tools_no_tool_turns_and_server_errors():
         score(rows[:2], expected)
 
 
+def test_a_result_that_reports_an_error_is_not_answered():
+    """The SQLite server returns its errors as plain results; a right tool whose result says so is not answered."""
+    rows = [{"tool": "read_query", "decision": "shortlist", "error": None, "result": "Database error: no such table: books"},
+            {"tool": "read_query", "decision": "shortlist", "error": None, "result": "[{'COUNT(*)': 3}]"},
+            {"tool": "read_multiple_files", "decision": "shortlist", "error": None,
+             "result": "notes.txt: Demo notes.\n---\ntodo.txt: Error - ENOENT: no such file or directory"}]
+    expected = [Expected("count the books", ("read_query",)), Expected("count the notes", ("read_query",)),
+                Expected("read both", ("read_multiple_files",))]
+    result = score(rows, expected)
+    assert (result["right"], result["answered"], result["error_texts"]) == (3, 1, 2)
+
+
 # the 44 tools the six demo servers list (mcp-server-time, -calculator, -sqlite, -git; server-filesystem, server-memory)
 DEMO_TOOLS = frozenset("""add_observations append_insight calculate convert_time create_directory create_entities
 create_relations create_table delete_entities delete_observations delete_relations describe_table directory_tree edit_file

@@ -3,16 +3,23 @@
 A request file is a TSV (`tool[|other_tool...]<TAB>request`, `-` for a turn that needs no tool; `#` starts a comment)
 or a JSONL file (`{"request": ..., "expect": ["tool", ...] | null}`). `{workspace}` and `{repo}` in a request are
 filled in with the run's workspace. A turn is **right** when the call went to one of its tools (for a no-tool turn:
-the gate decided NO_TOOL) and **answered** when it is right and the server returned no error.
+the gate decided NO_TOOL) and **answered** when it is right and the server returned no error — neither an MCP error
+nor a result whose text reports one: the SQLite server returns "Database error: no such table: books" as a plain
+result, and `read_multiple_files` reports a file it could not read inside its result ("todo.txt: Error - ENOENT …");
+such rows count as `error_texts`, not answered.
 
 >>> rows = [{"tool": "calculate", "decision": "shortlist", "error": None}, {"tool": None, "decision": "no_tool", "error": None}]
 >>> score(rows, [Expected("What is 2+2?", ("calculate",)), Expected("Thanks!", None)])["right"]
 2
+>>> [bool(error_text(t)) for t in ("Database error: no such table: books", "a.txt: Error - ENOENT: no such file",
+...                                 "[{'COUNT(*)': 3}]", "Errors are logged in app.log", None)]
+[True, True, False, False, False]
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -69,6 +76,16 @@ def fill(expected: Sequence[Expected], workspace: Path) -> list[Expected]:
     return [Expected(fill_placeholders(e.request, workspace), e.tools) for e in expected]
 
 
+# a line that reports an error: "Database error: …", "notes.txt: Error - ENOENT …", "Error executing …"
+_ERROR_LINE = re.compile(r"^\s*(?:[\w./-]+:\s*)?(?:\w+\s+)?error\b\s*(?:[:-]|executing|while)", re.I | re.M)
+
+
+def error_text(result: Any) -> str | None:
+    """The first line of a tool's result text that reports an error, else None."""
+    match = _ERROR_LINE.search(result) if isinstance(result, str) else None
+    return result[match.start():].strip().splitlines()[0] if match else None
+
+
 def is_right(row: dict[str, Any], expected: Expected) -> bool:
     if expected.tools is None:
         return row.get("decision") == "no_tool"
@@ -82,11 +99,12 @@ def score(rows: Sequence[dict[str, Any]], expected: Sequence[Expected]) -> dict[
     tool = [(r, e) for r, e in zip(rows, expected) if e.tools is not None]
     chat = [(r, e) for r, e in zip(rows, expected) if e.tools is None]
     right = [is_right(r, e) for r, e in zip(rows, expected)]
-    answered = [ok and not r.get("error") for ok, r in zip(right, rows)]
+    texts = [bool(error_text(r.get("result"))) for r in rows]
+    answered = [ok and not r.get("error") and not text for ok, r, text in zip(right, rows, texts)]
     totals = [float(r["total_ms"]) for r in rows if r.get("total_ms") is not None]
     ttfat = [float(r["ttfat_ms"]) for r in rows if r.get("ttfat_ms") is not None]
     return {
-        "requests": len(rows), "right": sum(right), "answered": sum(answered),
+        "requests": len(rows), "right": sum(right), "answered": sum(answered), "error_texts": sum(texts),
         "tool_requests": len(tool), "tool_right": sum(is_right(r, e) for r, e in tool),
         "wrong_no_tool": sum(r.get("decision") == "no_tool" for r, _ in tool),
         "no_tool_requests": len(chat), "no_tool_right": sum(is_right(r, e) for r, e in chat),
