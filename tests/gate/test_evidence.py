@@ -176,3 +176,37 @@ def test_a_stated_path_list_leads_with_the_tool_that_takes_a_list_of_paths():
     for turn in ("Move notes.txt to done.txt", "Read notes.txt"):
         assert gate._evidence_tools(turn, gate.slb.search(turn, k=gate.k)) == set()
         assert gate.decide(turn).candidates[0].key != "read_multiple_files"
+
+
+def _graph_tool(name, description):
+    return Tool(name, description, {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+                                    "required": ["names"]}, "t")
+
+
+GRAPH = [_graph_tool("open_nodes", "Open specific nodes in the knowledge graph by their names"),
+         _graph_tool("create_entities", "Create multiple new entities in the knowledge graph"),
+         _graph_tool("delete_entities", "Delete multiple entities and their associated relations from the knowledge graph")]
+
+
+@pytest.mark.parametrize("turn", ["What do you know about Alice?", "Tell me what you remember about Acme."])
+def test_a_question_about_the_assistants_memory_leads_with_a_tool_that_keeps_it(turn):
+    gate = _gate([*OTHERS, *GRAPH])
+    d = gate.decide(turn)
+    assert d.action is Action.SHORTLIST and d.candidates[0].key in ("open_nodes", "create_entities")
+    # a tool that deletes from the graph is never the evidence's
+    hits = gate.slb.search(turn, k=gate.k)
+    assert "delete_entities" not in {hits[i].key for i in gate._evidence_tools(turn, hits)}
+    # without such a tool, or for chat about a person, the gate's own NO_TOOL stands
+    assert _gate(OTHERS).decide(turn).action is Action.NO_TOOL
+    assert gate.decide("I love pizza.").action is Action.NO_TOOL
+    assert gate.decide("Remember that Carol is a software engineer.").action is Action.NO_TOOL  # a fact to keep: not evidence
+
+
+def test_memory_tools_join_the_candidates_when_the_lookup_found_none():
+    gate = _gate([*OTHERS, *GRAPH])
+    turn = "Tell me what you remember about Acme."
+    unrelated = gate.slb.hits_for(turn, ["get_time", "send_email"])
+    added = gate._evidence_runners(turn, turn, unrelated)
+    assert {h.key for h in added} == {"open_nodes", "create_entities"}  # never the tool that deletes
+    assert gate._evidence_runners(turn, turn, gate.slb.hits_for(turn, ["open_nodes"])) == []  # one is there already
+    assert gate._evidence_runners("What time is it?", "What time is it?", unrelated) == []  # no evidence, nothing added

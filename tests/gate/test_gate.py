@@ -290,7 +290,7 @@ def test_prescored_logits_stand_in_for_the_cross_encoder_only_for_their_own_text
 
 def test_a_turn_asking_for_sql_gets_the_registry_tool_that_runs_it_when_the_slb_missed_it():
     """"List all the titles in the books table." had no read_query among the SLB's candidates, so the SQL evidence had
-    nothing to put first (`BoundaryGate._sql_runners`)."""
+    nothing to put first (`BoundaryGate._evidence_runners`)."""
     read = Tool("read_query", "Execute a SELECT query on the SQLite database", {"type": "object", "properties": {
         "query": {"type": "string", "description": "SELECT SQL query to execute"}}, "required": ["query"]}, "db")
     reg = Registry()

@@ -32,6 +32,7 @@ from nexus.gate.cross_encoder import tool_text
 from nexus.gate.decision import Action, Decision
 from nexus.gate.evidence import (asked_sql, runs_sql, stated_expression, stated_path_list, takes_only_expression,
                                  takes_only_path_list)
+from nexus.gate.memory import asks_memory, keeps_memory
 from nexus.gate.model import GateModel, GateModelError
 from nexus.gate.policy import choose_action
 from nexus.paths import PATHS, path_kind
@@ -83,7 +84,7 @@ _SATISFIED = re.compile(rf"^\s*(?:(?:{_ACK}|thanks?|thank you)\W+)*(?:that'?s|th
                         r"was\s+looking\s+for|asked\s+for)\b[^?]*$", re.I)
 _MORE = re.compile(r"\?|\b(and|(?<!for )now|also|but|what|how|can|could|please)\b", re.I)  # "Bye for now!" asks for nothing
 CONTEXT_CHARS = 400
-SQL_RUNNERS = 3  # tools that run the SQL a turn asks for, added to its candidates when the SLB found none
+EVIDENCE_RUNNERS = 3  # tools the evidence asks for (SQL runners, memory keepers), added when the SLB found none
 # A turn may ask for several things ("find X. Also book Y", "do X and then Y"); each part is looked up on its own
 # too. Splitting is crude ("sum of multiples of 3 and 5" splits as well): a spurious part only adds candidates.
 _REQUEST_SPLIT = re.compile(r"(?<=[.?!;])\s+|,?\s+\b(?:and then|and also|and|then|also|after that|as well as|plus)\b\s+", re.I)
@@ -238,7 +239,7 @@ class BoundaryGate:
         start = time.perf_counter()
         if not hits:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
-        hits = [*hits, *self._sql_runners(turn, text, hits)]
+        hits = [*hits, *self._evidence_runners(turn, text, hits)]
         ce, out = self.score(text, hits, prescored)
         thresholds = self.thresholds(out.p_no_tool)
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
@@ -291,34 +292,43 @@ class BoundaryGate:
             self._floor = (digest, floor)
         return self._floor[1]
 
-    def _sql_runners(self, turn: str, text: str, hits: Sequence[Hit]) -> list[Hit]:
-        """The registry's tools that run the SQL the turn asks for (`evidence.asked_sql`), when none of the SLB's
-        candidates does: "List all the titles in the books table." had no `read_query` among its ten (the embedder reads
-        "titles" and "SELECT query" as unrelated), so its evidence had nothing to put first."""
-        kind = asked_sql(turn)
-        if kind is None:
-            return []
+    def _evidence_runners(self, turn: str, text: str, hits: Sequence[Hit]) -> list[Hit]:
+        """The registry's tools the turn's evidence asks for, when none of the SLB's candidates is one: those that run
+        the SQL the turn asks for (`evidence.asked_sql`; "List all the titles in the books table." had no `read_query`
+        among its ten, the embedder reading "titles" and "SELECT query" as unrelated, so its evidence had nothing to put
+        first), in the registry's order; or those that keep the assistant's memory (`nexus.gate.memory`), best first."""
+        kind, memory = asked_sql(turn), asks_memory(turn)
         registry = self.registry
-
-        def runs(key: str) -> bool:
-            tool = registry.get(key)
-            return runs_sql(tool.description, tool.input_schema, kind)
-
-        if any(h.key in registry and runs(h.key) for h in hits):
+        if kind is not None:
+            def wanted(key: str) -> bool:
+                tool = registry.get(key)
+                return runs_sql(tool.description, tool.input_schema, kind)
+        elif memory:
+            def wanted(key: str) -> bool:
+                return keeps_memory(registry.get(key).description)
+        else:
             return []
-        return self.slb.hits_for(text, [k for k in registry.keys() if runs(k)][:SQL_RUNNERS])
+        if any(h.key in registry and wanted(h.key) for h in hits):
+            return []
+        found = self.slb.hits_for(text, [k for k in registry.keys() if wanted(k)])
+        if memory and kind is None:
+            found = sorted(found, key=lambda h: -h.score)
+        return found[:EVIDENCE_RUNNERS]
 
     def _evidence_tools(self, turn: str, hits: Sequence[Hit]) -> set[int]:
         """Candidates (indices into `hits`) whose whole input the turn states (`nexus.gate.evidence`): an arithmetic
         expression for a calculator, a SQL statement for a tool that runs statements of its kind, a list of paths for
-        a tool that takes a list of paths; empty when the turn states none of these."""
+        a tool that takes a list of paths, a question about what is kept for a tool that keeps a knowledge graph or
+        memory (`nexus.gate.memory`); empty when the turn states none of these."""
         expression, sql, paths = stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn))
-        if not expression and sql is None and not paths:
+        memory = asks_memory(turn)
+        if not expression and sql is None and not paths and not memory:
             return set()
         tools = {i: self.registry.get(hit.key) for i, hit in enumerate(hits) if hit.key in self.registry}
         return {i for i, tool in tools.items() if (expression and takes_only_expression(tool.input_schema))
                 or (sql is not None and runs_sql(tool.description, tool.input_schema, sql))
-                or (paths and takes_only_path_list(tool.input_schema))}
+                or (paths and takes_only_path_list(tool.input_schema))
+                or (memory and keeps_memory(tool.description))}
 
     def _add_request_tops(self, turn: str, text: str, hits: Sequence[Hit], out: TurnProbabilities,
                           ranked: list[Hit], scores: list[float]) -> None:

@@ -1,0 +1,47 @@
+"""Evidence that a turn asks what the assistant's memory keeps ("What do you know about Alice?"), weighed against a
+NO_TOOL in a registry with tools that keep a knowledge graph or memory.
+
+Why the gate needs it: it learnt such turns as chat. The `no_tool` training turns hold personal statements and
+questions about people ("I love pizza", "who is radiohead"), and no training source has a memory server; on the demo's
+44 tools "What do you know about Alice?" scored p_no_tool 0.992 and "Do you know anything about Bob?" 0.994, above
+that registry's NO_TOOL floor (0.981), while `open_nodes` was the gate's first candidate for both.
+Like the arithmetic and SQL evidence (`nexus.gate.evidence`), this reads what a tool says it does (its description
+names a knowledge graph or a memory), never its name, and never fires on a registry without such a tool (no BFCL
+evaluation split has one). A deletion is never evidence: "Forget Bob" is left to the gate.
+
+Only questions: a request to keep a fact ("Remember that Carol is a software engineer.") was evidence too at first,
+and on the demo sets it turned three harmless NO_TOOLs into one right tool the server refused (no such entity) and two
+wrong writes (`create_relations(Carol -> "Alexandros")`, `append_insight("Carol")`): the small model cannot yet choose
+between creating an entity and adding to one, so those turns stay the gate's.
+
+>>> [asks_memory(t) for t in ("What do you know about Alice?", "Tell me what you remember about Acme.",
+...     "What have you stored about me?", "Do you know anything about Bob?")]
+[True, True, True, True]
+>>> [asks_memory(t) for t in ("Remember that Carol is a software engineer.", "I love pizza.", "Who are you?",
+...     "Do you know a good pizza place?", "What do you know?", "Thanks, that's all.")]
+[False, False, False, False, False, False]
+>>> keeps_memory("Create multiple new entities in the knowledge graph"), keeps_memory("Delete entities from the knowledge graph")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import re
+
+# "What do you know about Alice?", "What have you stored about me?", "Tell me what you remember about Acme"
+_RECALL = re.compile(r"\b(?:what|anything|everything)\s+(?:do|did|have)\s+you\s+(?:know|remember|recall|stored?|saved?|kept)"
+                     r"\s+(?:about|on|of)\b|\bdo\s+you\s+(?:know|remember|recall)\s+anything\s+about\b|"
+                     r"\b(?:tell|show)\s+me\s+(?:what|everything)\s+you\s+(?:know|remember|recall|have\s+stored)\s+about\b",
+                     re.I)
+_KEEPS = re.compile(r"\bknowledge\s+graph\b|\bmemor(?:y|ies)\b", re.I)
+_REMOVES = re.compile(r"^\W*(?:delete|remove|erase|drop|purge|clear)\b", re.I)
+
+
+def asks_memory(text: str) -> bool:
+    """Whether a turn asks what the assistant knows or keeps about something."""
+    return bool(_RECALL.search(text))
+
+
+def keeps_memory(description: str) -> bool:
+    """A tool that keeps or reads a knowledge graph or memory, by its own description; not one that deletes from it."""
+    return bool(_KEEPS.search(description or "")) and not _REMOVES.match(description or "")
