@@ -355,6 +355,9 @@ _CREATE = Tool("create_entities", "Create entities in the knowledge graph", _ENT
 _DELETE = Tool("delete_entities", "Delete entities from the knowledge graph", _ENTITY, "s")
 _STAGED = Tool("git_diff_staged", "Shows changes that are staged for commit", _REPO, "s")
 _UNSTAGED = Tool("git_diff_unstaged", "Shows changes in the working directory that are not yet staged", _REPO, "s")
+_FILE = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path"]}
+_READ = Tool("read_file", "Read the complete contents of a file", _FILE, "s")
+_WRITE = Tool("write_file", "Create a new file or overwrite an existing one", _FILE, "s")
 
 
 @pytest.mark.parametrize("tools, turn, weighted", [
@@ -364,7 +367,10 @@ _UNSTAGED = Tool("git_diff_unstaged", "Shows changes in the working directory th
     ((_CREATE, _DELETE), "Show me Acme", None),
     ((_STAGED, _UNSTAGED), "What did I change that isn't staged?", "git_diff_staged"),
     ((_STAGED, _UNSTAGED), "Show the changes I haven't staged yet.", "git_diff_staged"),
-    ((_STAGED, _UNSTAGED), "What have I staged?", None)])
+    ((_STAGED, _UNSTAGED), "What have I staged?", None),
+    # held-out set 28: a request to save had called read_file, listed above write_file
+    ((_READ, _WRITE), "Save 'call the plumber' in a file named reminders.txt.", "read_file"),
+    ((_READ, _WRITE), "Display the text of notes.txt.", None)])
 def test_a_tool_named_against_what_the_request_asks_is_weighted_down(tools, turn, weighted):
     """"Remove Acme from the knowledge graph." had called create_entities, listed above delete_entities, and "What did
     I change that isn't staged?" git_diff_staged, listed above git_diff_unstaged: the name that creates what the

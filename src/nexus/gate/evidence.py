@@ -281,23 +281,33 @@ def runs_sql(description: str, schema: Mapping[str, Any], kind: str) -> bool:
 
 # the verb a tool's name carries, and what a request's opening verb asks done (the same, and verbs only a request
 # uses): removing against creating
+# (reading too: a name that reads against a request that writes, or removes, or adds; "write" is no tool verb here:
+# a `write_query` runs any statement, and a `write_file` may be what a request to save asks for)
 _DOES = {**dict.fromkeys("remove delete erase drop purge unlink destroy".split(), "remove"),
-         **dict.fromkeys("create add insert append new make".split(), "create")}
+         **dict.fromkeys("create add insert append new make".split(), "create"),
+         **dict.fromkeys("read get show list view describe search find".split(), "read")}
 _ASKS = {**_DOES, **dict.fromkeys("forget discard".split(), "remove"),
-         **dict.fromkeys("record note remember register store".split(), "create")}
+         **dict.fromkeys("record note remember register store".split(), "create"),
+         **dict.fromkeys("save write put".split(), "write"),
+         **dict.fromkeys("display print open".split(), "read")}
 _OPENING = re.compile(r"^\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:go\s+ahead\s+and\s+)?([a-z]+)", re.I)
 
 
 def contrary(request: str, name: str) -> bool:
-    """The request opens by asking to remove something and the tool's name says it creates, or the other way round:
-    "Remove Acme from the knowledge graph." had called `create_entities`, whose name the model read as "entities".
+    """The request opens by asking to remove something and the tool's name says it creates, or the other way round, or
+    one asks to read and the other to change: "Remove Acme from the knowledge graph." had called `create_entities`,
+    whose name the model read as "entities"; "Save 'call the plumber' in a file named reminders.txt." `read_file`.
 
     >>> contrary("Remove Acme from the knowledge graph.", "create_entities"), contrary("Please add Bob.", "delete_entities")
     (True, True)
-    >>> contrary("Remove Acme from the knowledge graph.", "delete_entities"), contrary("Show Acme", "create_entities")
+    >>> contrary("Remove Acme from the knowledge graph.", "delete_entities"), contrary("Show Acme", "open_nodes")
     (False, False)
     >>> contrary("Delete the book 'Dune' from the books table.", "write_query")  # "write" runs any statement
     False
+    >>> contrary("Save 'call the plumber' in reminders.txt.", "read_file"), contrary("Save it in a.txt", "write_file")
+    (True, False)
+    >>> contrary("Show me notes.txt.", "read_text_file"), contrary("Show the staged changes.", "git_add")
+    (False, True)
     """
     opening = _OPENING.match(request or "")
     asked = _ASKS.get(opening.group(1).lower()) if opening else None
