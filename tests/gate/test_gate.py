@@ -103,6 +103,8 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Record that Alice is friends with Bob.", False), ("Remove the observation that Alice likes tennis.", False),
     ("Record that.", True), ("Delete that Alice entry.", True),
     ("Calculate 17 squared.", False), ("Multiply 17 by 23.", False), ("And 17 squared?", True),
+    ("Morning!", False), ("Find every file with notes in its name.", False), ("What's its size?", True),
+    ("Open the file and read its first line", False),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

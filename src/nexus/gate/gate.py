@@ -54,6 +54,8 @@ _DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b|^(\W*(?:\w+\
 # "Is there anything to commit?", "There are two files": an existential "there" points at nothing said before (it had
 # made the first a follow-up of "Show me the 4 most recent commits", whose count it then passed to git_log)
 _EXISTENTIAL = re.compile(r"\b(?:(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+there|there\s*(?:is|are|was|were|'s|'re))\b", re.I)
+# "Find every file with notes in its name": a possessive after a noun the turn itself names points at that noun
+_BOUND = re.compile(r"(\b(?:every|each|any|all|a|an|the)\s+[\w-]+\b.*?)\b(?:its|their)\b", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 # "Remember that Bob's birthday is on 12 May": a "that" opening a clause points forward, not back
 _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b"
@@ -101,7 +103,7 @@ def is_follow_up(turn: str) -> bool:
         return False
     words = turn.split()
     own = _THAT_CLAUSE.sub(lambda m: m.group(1) or m.group(2), _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2) or m.group(3), turn))
-    own = _EXISTENTIAL.sub(" ", own)
+    own = _BOUND.sub(r"\1", _EXISTENTIAL.sub(" ", own))
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table)
     # so does one that states an arithmetic expression ("Calculate 17 squared.", three words, had borrowed the time

@@ -11,8 +11,8 @@ acknowledgements and greetings of `data/train/no_tool` they still let 708 throug
 gate's to decide, on the turn alone.
 
 >>> [is_social(t) for t in ("Cool, appreciate it.", "Much obliged!", "That works for me.", "Nice one, cheers", "That would do.",
-...                             "Super, talk soon!")]
-[True, True, True, True, True, True]
+...                             "Super, talk soon!", "Morning!")]
+[True, True, True, True, True, True, True]
 >>> [is_social(t) for t in ("And London?", "Do it again.", "That one.", "Open it.", "Is it correct?", "")]
 [False, False, False, False, False, False]
 """
@@ -33,6 +33,7 @@ terrific helpful useful stellar glad happy ideal exactly indeed true correct not
 sounds sound seems seem works work worked will would be is was are been
 very so really super most truly greatly much many lot lots bunch tons all everything done enough else nothing
 that this it its that's thats it's i i'm im me my we us our you your you're u for the a an to of and oh wow
+hi hello hey hiya howdy greetings morning afternoon evening night yo
 haha lol hmm ah interesting questions need needed want wanted help time just at today then well pretty quite easy
 like love kind necessary anymore should could has have don't dont that'll it'll won't i'd that'd
 """.split())
