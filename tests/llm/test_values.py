@@ -350,3 +350,19 @@ def test_a_move_onto_itself_goes_into_the_folder_the_request_names():
             "required": ["source", "destination"]}
     assert normalise_arguments({"source": "notes.txt", "destination": "notes.txt"}, move,
                                "Move notes.txt into the archive folder.")["destination"] == "archive/notes.txt"
+
+
+def test_an_insert_takes_the_value_the_request_pairs_with_each_column():
+    """"Add a row to the notes table with title 'Gym' and body '6pm'." had inserted ('6pm', '6pm') (held-out set 30)."""
+    from nexus.llm.values import normalise_arguments
+
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
+              "required": ["query"]}
+    made = {"query": "INSERT INTO notes (title, body) VALUES ('6pm', '6pm')"}
+    out = normalise_arguments(made, schema, "Add a row to the notes table with title 'Gym' and body '6pm'.")
+    assert out == {"query": "INSERT INTO notes (title, body) VALUES ('Gym', '6pm')"}
+    # a column the request does not pair with a value keeps the model's; other statements are left alone
+    told = {"query": "INSERT INTO notes (title, body) VALUES ('Gym', 'at six')"}
+    assert normalise_arguments(told, schema, "Add a note titled 'Gym' saying at six") == told
+    update = {"query": "UPDATE notes SET body = 'oat milk' WHERE title = 'Buy milk'"}
+    assert normalise_arguments(update, schema, "Set the body of 'Buy milk' to 'oat milk'") == update

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from nexus.gate.evidence import (expression_spans, is_expression_parameter, is_sql_parameter, operators as _operators,
                                  sql_statements)
+from nexus.llm.inserts import stated_insert
 from nexus.llm.layouts import date_layout, request_dates_in, to_layout
 from nexus.paths import written_paths
 from nexus.slb.lexical import STOPWORDS
@@ -887,7 +888,7 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
     if is_expression_parameter(name, schema):
         return whole_expression(to_expression(value), request)
     if is_sql_parameter(name, schema):
-        return unique_columns(stated_filter(stated_statement(value, request), request))
+        return unique_columns(stated_insert(stated_filter(stated_statement(value, request), request), request))
     fmt = value_format(schema)
     if fmt == "date":
         iso = to_iso_date(value)
