@@ -13,6 +13,7 @@ from nexus.gate.decision import Action, Decision
 from nexus.llm.base import ContextOverflow
 from nexus.llm.calls import ToolCaller
 from nexus.llm.grammars import arguments_gbnf
+from nexus.llm.prompts import Exchange
 from nexus.llm.scripted import ScriptedBackend
 from nexus.registry import Registry, Tool
 from nexus.slb.index import Hit
@@ -401,6 +402,23 @@ def test_a_tool_with_no_place_for_a_stated_time_is_weighted_down_when_a_listed_o
     assert _shortlist_prior([NOW, no_time], turn, "get_current_time", "world_clock")["get_current_time"] == pytest.approx(0.9)
 
 
+@pytest.mark.parametrize("turn, weighted", [("And in Lisbon?", False), ("Convert that to Lisbon time.", True)])
+def test_a_follow_up_that_states_its_own_zone_counts_that_zone_alone(turn, weighted):
+    """"And in Lisbon?" after "What time is it in Vancouver?" had gone to convert_time: read with the turn before, the
+    request held two zones, so get_current_time (room for one) was weighed down like convert_time (a time it would
+    invent). A continuation's own zone replaces the one before; a turn that builds on it ("Convert that to …") keeps both."""
+    reg = Registry()
+    reg.set_source("s", [NOW, CONVERT])
+    backend = ScriptedBackend(arguments=["{}"], choices=["convert_time"])
+    history = [Exchange("What time is it in Vancouver?", "get_current_time", {"timezone": "America/Vancouver"})]
+    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "get_current_time", "convert_time"), history)
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    if weighted:  # both weighed down (room for zones, an invented time): the gate's prior stands
+        assert prior["get_current_time"] == pytest.approx(0.9)
+    else:  # only convert_time would invent a time
+        assert prior["get_current_time"] == pytest.approx(0.9 / 0.91)
+
+
 _FILE_INFO = Tool("get_file_info", "Retrieve metadata about a file or directory.", {"type": "object", "properties": {
     "path": {"type": "string"}}, "required": ["path"]}, "s", annotations={"readOnlyHint": True})
 _ADD = Tool("git_add", "Adds file contents to the staging area", {"type": "object", "properties": {
@@ -522,8 +540,6 @@ def test_a_ref_that_does_not_resolve_within_the_schema_is_an_invalid_call_and_no
 
 
 def test_a_follow_up_is_offered_the_values_of_the_request_it_leans_on():
-    from nexus.llm.prompts import Exchange
-
     reg = Registry()
     reg.set_source("s", [CONVERT])
     backend = ScriptedBackend(arguments=['{"source_timezone": "Europe/Paris", "time": "10:00", "target_timezone": "Australia/Sydney"}'])

@@ -113,6 +113,11 @@ def is_follow_up(turn: str) -> bool:
     return bool(_CONTINUATION.match(turn)) or (len(words) <= 3 and not written) or refers_back
 
 
+def opens_as_continuation(turn: str) -> bool:
+    """Whether a turn opens by continuing the one before ("And in Lisbon?", "What about Tokyo?", "Same for Bob")."""
+    return bool(_CONTINUATION.match(turn))
+
+
 def routing_text(turn: str) -> str:
     """The turn as routing reads it: each file or folder path it writes becomes its kind ("a folder", "a txt file").
     A path's words are the user's own ("/work/main/.nexus-cache/workspace"), not what a tool does, and they pulled

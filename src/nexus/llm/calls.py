@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
 from nexus.gate.evidence import asked_sql, contrary, negated, runs_sql
+from nexus.gate.gate import opens_as_continuation
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
@@ -40,8 +41,8 @@ from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_li
 from nexus.llm.relations import stated_relation
 from nexus.llm.replacements import stated_replacement
 from nexus.llm.statements import stated_statements
-from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, room_for, stated_kinds, takes_path,
-                               unstated_required)
+from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, request_times, request_zones, room_for,
+                               stated_kinds, takes_path, unstated_required)
 from nexus.paths import written_paths
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
@@ -308,7 +309,7 @@ class ToolCaller:
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
         against = [contrary(turn, key) or negative for key, negative in zip(keys, negated(turn, keys))]
         sql = asked_sql(turn)
-        turn = self._request(turn, history)
+        own, turn = turn, self._request(turn, history)
         path = bool(written_paths(turn))
         tools = [self.registry.get(k) for k in keys]
         schemas = [tool.input_schema for tool in tools]
@@ -324,7 +325,13 @@ class ToolCaller:
         # the request writes more clock times, zones or paths than this tool has room for, and a listed tool has more:
         # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the
         # rest; "Open notes.txt and repo/notes.md at the same time." read_file(notes.txt) beside read_multiple_files
-        for kind, n in stated_kinds(turn).items():
+        kinds = stated_kinds(turn)
+        if history and opens_as_continuation(own):
+            # "And in Lisbon?" after "What time is it in Vancouver?": a value the follow-up states replaces the one
+            # before it, so that kind is counted in the follow-up alone (two zones had made it a conversion)
+            written = {"zone": request_zones(own), "time": request_times(own), "path": written_paths(own)}
+            kinds = {kind: n for kind, n in kinds.items() if not written[kind]} | stated_kinds(own)
+        for kind, n in kinds.items():
             room = [min(room_for(schema, kind, tool.description), n) for tool, schema in zip(tools, schemas)]
             unstated = [u or r < max(room) for u, r in zip(unstated, room)]
         # a SQL statement written out goes to a listed tool that runs statements of its kind ("Run this SQL: DELETE
