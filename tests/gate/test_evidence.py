@@ -9,7 +9,7 @@ import pytest
 
 from nexus.gate import Action, BoundaryGate, GateModel
 from nexus.gate.cross_encoder import FakePairScorer
-from nexus.gate.evidence import (runs_sql, stated_expression, stated_path_list, stated_sql, takes_only_expression,
+from nexus.gate.evidence import (TurnEvidence, runs_sql, stated_expression, stated_path_list, stated_sql, takes_only_expression,
                                  takes_only_path_list, takes_only_sql)
 from nexus.gate.probabilities import GateCalibration, Thresholds
 from nexus.registry import Registry, Tool
@@ -169,12 +169,12 @@ def test_a_stated_path_list_leads_with_the_tool_that_takes_a_list_of_paths():
     gate = _gate([*OTHERS, READ_ONE, MOVE, many])
     turn = "Read both notes.txt and todo.txt."
     hits = gate.slb.search(turn, k=gate.k)
-    assert [hits[i].key for i in gate._evidence_tools(turn, hits)] == ["read_multiple_files"]
+    assert [hits[i].key for i in gate._evidence_tools(TurnEvidence.of(turn), hits)] == ["read_multiple_files"]
     d = gate.decide(turn)
     assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_multiple_files"
     # two paths written apart, or one path: no list, so no evidence, and the gate's own order stands
     for turn in ("Move notes.txt to done.txt", "Read notes.txt"):
-        assert gate._evidence_tools(turn, gate.slb.search(turn, k=gate.k)) == set()
+        assert gate._evidence_tools(TurnEvidence.of(turn), gate.slb.search(turn, k=gate.k)) == set()
         assert gate.decide(turn).candidates[0].key != "read_multiple_files"
 
 
@@ -195,7 +195,7 @@ def test_a_question_about_the_assistants_memory_leads_with_a_tool_that_keeps_it(
     assert d.action is Action.SHORTLIST and d.candidates[0].key in ("open_nodes", "create_entities")
     # a tool that deletes from the graph is never the evidence's
     hits = gate.slb.search(turn, k=gate.k)
-    assert "delete_entities" not in {hits[i].key for i in gate._evidence_tools(turn, hits)}
+    assert "delete_entities" not in {hits[i].key for i in gate._evidence_tools(TurnEvidence.of(turn), hits)}
     # without such a tool, or for chat about a person, the gate's own NO_TOOL stands
     assert _gate(OTHERS).decide(turn).action is Action.NO_TOOL
     assert gate.decide("I love pizza.").action is Action.NO_TOOL
@@ -206,7 +206,7 @@ def test_memory_tools_join_the_candidates_when_the_lookup_found_none():
     gate = _gate([*OTHERS, *GRAPH])
     turn = "Tell me what you remember about Acme."
     unrelated = gate.slb.hits_for(turn, ["get_time", "send_email"])
-    added = gate._evidence_runners(turn, turn, unrelated)
+    added = gate._evidence_runners(TurnEvidence.of(turn), turn, unrelated)
     assert {h.key for h in added} == {"open_nodes", "create_entities"}  # never the tool that deletes
-    assert gate._evidence_runners(turn, turn, gate.slb.hits_for(turn, ["open_nodes"])) == []  # one is there already
-    assert gate._evidence_runners("What time is it?", "What time is it?", unrelated) == []  # no evidence, nothing added
+    assert gate._evidence_runners(TurnEvidence.of(turn), turn, gate.slb.hits_for(turn, ["open_nodes"])) == []  # one is there already
+    assert gate._evidence_runners(TurnEvidence.of("What time is it?"), "What time is it?", unrelated) == []  # no evidence, nothing added

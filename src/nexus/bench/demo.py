@@ -11,7 +11,7 @@ such rows count as `error_texts`, not answered.
 >>> rows = [{"tool": "calculate", "decision": "shortlist", "error": None}, {"tool": None, "decision": "no_tool", "error": None}]
 >>> score(rows, [Expected("What is 2+2?", ("calculate",)), Expected("Thanks!", None)])["right"]
 2
->>> [bool(error_text(t)) for t in ("Database error: no such table: books", "a.txt: Error - ENOENT: no such file",
+>>> [reports_error(t) for t in ("Database error: no such table: books", "a.txt: Error - ENOENT: no such file",
 ...                                 "[{'COUNT(*)': 3}]", "Errors are logged in app.log", None)]
 [True, True, False, False, False]
 """
@@ -80,10 +80,9 @@ def fill(expected: Sequence[Expected], workspace: Path) -> list[Expected]:
 _ERROR_LINE = re.compile(r"^\s*(?:[\w./-]+:\s*)?(?:\w+\s+)?error\b\s*(?:[:-]|executing|while)", re.I | re.M)
 
 
-def error_text(result: Any) -> str | None:
-    """The first line of a tool's result text that reports an error, else None."""
-    match = _ERROR_LINE.search(result) if isinstance(result, str) else None
-    return result[match.start():].strip().splitlines()[0] if match else None
+def reports_error(result: Any) -> bool:
+    """Whether a tool's result text has a line that reports an error."""
+    return isinstance(result, str) and bool(_ERROR_LINE.search(result))
 
 
 def is_right(row: dict[str, Any], expected: Expected) -> bool:
@@ -99,7 +98,7 @@ def score(rows: Sequence[dict[str, Any]], expected: Sequence[Expected]) -> dict[
     tool = [(r, e) for r, e in zip(rows, expected) if e.tools is not None]
     chat = [(r, e) for r, e in zip(rows, expected) if e.tools is None]
     right = [is_right(r, e) for r, e in zip(rows, expected)]
-    texts = [bool(error_text(r.get("result"))) for r in rows]
+    texts = [reports_error(r.get("result")) for r in rows]
     answered = [ok and not r.get("error") and not text for ok, r, text in zip(right, rows, texts)]
     totals = [float(r["total_ms"]) for r in rows if r.get("total_ms") is not None]
     ttfat = [float(r["ttfat_ms"]) for r in rows if r.get("ttfat_ms") is not None]

@@ -28,8 +28,10 @@ True
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from nexus.gate.memory import asks_memory, keeps_memory
 from nexus.paths import PATHS
 from nexus.signatures.compiler import split_identifier
 
@@ -333,3 +335,31 @@ def negated(request: str, names: Sequence[str]) -> list[bool]:
     parts = [set(split_identifier(name).lower().split()) for name in names]
     return [any(w in own and any("un" + w in other for j, other in enumerate(parts) if j != i) for w in said)
             for i, own in enumerate(parts)]
+
+
+@dataclass(frozen=True)
+class TurnEvidence:
+    """What a turn states that a tool may take whole, read once per turn: an arithmetic expression, the kind of SQL it
+    asks for, a list of paths, a question about what the assistant keeps (`nexus.gate.memory`)."""
+
+    expression: bool = False
+    sql: str | None = None
+    paths: bool = False
+    memory: bool = False
+
+    @classmethod
+    def of(cls, turn: str) -> "TurnEvidence":
+        return cls(stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn)), asks_memory(turn))
+
+    def __bool__(self) -> bool:
+        return self.expression or self.sql is not None or self.paths or self.memory
+
+    def joins(self, description: str, schema: Mapping[str, Any]) -> bool:
+        """A tool the evidence adds to the candidates when the lookup found none like it: one that runs the SQL asked
+        for, or keeps the assistant's memory (a calculator or a many-files reader the lookup finds by itself)."""
+        return (self.sql is not None and runs_sql(description, schema, self.sql)) or (self.memory and keeps_memory(description))
+
+    def fits(self, description: str, schema: Mapping[str, Any]) -> bool:
+        """A tool that takes what the turn states: it leads the shortlist and overrules a NO_TOOL."""
+        return self.joins(description, schema) or (self.expression and takes_only_expression(schema)) \
+            or (self.paths and takes_only_path_list(schema))

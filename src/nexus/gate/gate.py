@@ -30,9 +30,7 @@ import numpy as np
 
 from nexus.gate.cross_encoder import tool_text
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import (asked_sql, runs_sql, stated_expression, stated_path_list, takes_only_expression,
-                                 takes_only_path_list)
-from nexus.gate.memory import asks_memory, keeps_memory
+from nexus.gate.evidence import TurnEvidence, stated_expression
 from nexus.gate.model import GateModel, GateModelError
 from nexus.gate.policy import choose_action
 from nexus.paths import PATHS, path_kind
@@ -101,16 +99,17 @@ def is_follow_up(turn: str) -> bool:
         return False
     if is_social(turn):  # "Cool, appreciate it.", "That works for me.": thanks or assent, however short
         return False
+    if opens_as_continuation(turn):
+        return True
     words = turn.split()
     own = _THAT_CLAUSE.sub(lambda m: m.group(1) or m.group(2), _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2) or m.group(3), turn))
     own = _BOUND.sub(r"\1", _EXISTENTIAL.sub(" ", own))
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
-    # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table)
+    # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table);
     # so does one that states an arithmetic expression ("Calculate 17 squared.", three words, had borrowed the time
     # request before it and converted that time again)
-    written = bool(PATHS.search(turn)) or stated_expression(turn) is not None
-    refers_back = len(words) <= 8 and bool(_ANAPHORA.search(own)) and not written
-    return bool(_CONTINUATION.match(turn)) or (len(words) <= 3 and not written) or refers_back
+    short, refers = len(words) <= 3, len(words) <= 8 and bool(_ANAPHORA.search(own))
+    return (short or refers) and not (PATHS.search(turn) or stated_expression(turn) is not None)
 
 
 def opens_as_continuation(turn: str) -> bool:
@@ -246,13 +245,14 @@ class BoundaryGate:
         start = time.perf_counter()
         if not hits:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
-        hits = [*hits, *self._evidence_runners(turn, text, hits)]
+        evidence = TurnEvidence.of(turn)
+        hits = [*hits, *self._evidence_runners(evidence, text, hits)]
         ce, out = self.score(text, hits, prescored)
         thresholds = self.thresholds(out.p_no_tool)
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
         action = choose_action(out.p_top1, out.p_no_tool, second, thresholds, out.p_shortlist)
         keep = list(out.order)
-        if action is not Action.ROUTE and (asked := self._evidence_tools(turn, hits)):
+        if action is not Action.ROUTE and (asked := self._evidence_tools(evidence, hits)):
             # the turn states an arithmetic expression or a SQL statement (written out, or asked for in words about a
             # named table), and a candidate takes that and nothing else (`evidence`): the LLM chooses among the
             # candidates, those first, instead of answering itself or reading every schema
@@ -299,43 +299,29 @@ class BoundaryGate:
             self._floor = (digest, floor)
         return self._floor[1]
 
-    def _evidence_runners(self, turn: str, text: str, hits: Sequence[Hit]) -> list[Hit]:
-        """The registry's tools the turn's evidence asks for, when none of the SLB's candidates is one: those that run
-        the SQL the turn asks for (`evidence.asked_sql`; "List all the titles in the books table." had no `read_query`
-        among its ten, the embedder reading "titles" and "SELECT query" as unrelated, so its evidence had nothing to put
-        first), in the registry's order; or those that keep the assistant's memory (`nexus.gate.memory`), best first."""
-        kind, memory = asked_sql(turn), asks_memory(turn)
+    def _evidence_runners(self, evidence: TurnEvidence, text: str, hits: Sequence[Hit]) -> list[Hit]:
+        """The registry's tools the turn's evidence adds (`TurnEvidence.joins`: those that run the SQL it asks for, or
+        keep the assistant's memory), best first, when none of the SLB's candidates is one: "List all the titles in the
+        books table." had no `read_query` among its ten (the embedder reads "titles" and "SELECT query" as unrelated),
+        so its evidence had nothing to put first."""
+        if evidence.sql is None and not evidence.memory:
+            return []
         registry = self.registry
-        if kind is not None:
-            def wanted(key: str) -> bool:
-                tool = registry.get(key)
-                return runs_sql(tool.description, tool.input_schema, kind)
-        elif memory:
-            def wanted(key: str) -> bool:
-                return keeps_memory(registry.get(key).description)
-        else:
+        wanted = [k for k in registry.keys() if evidence.joins(registry.get(k).description, registry.get(k).input_schema)]
+        if not wanted or any(h.key in wanted for h in hits):
             return []
-        if any(h.key in registry and wanted(h.key) for h in hits):
-            return []
-        found = self.slb.hits_for(text, [k for k in registry.keys() if wanted(k)])
-        if memory and kind is None:
-            found = sorted(found, key=lambda h: -h.score)
-        return found[:EVIDENCE_RUNNERS]
+        return sorted(self.slb.hits_for(text, wanted), key=lambda h: -h.score)[:EVIDENCE_RUNNERS]
 
-    def _evidence_tools(self, turn: str, hits: Sequence[Hit]) -> set[int]:
-        """Candidates (indices into `hits`) whose whole input the turn states (`nexus.gate.evidence`): an arithmetic
+    def _evidence_tools(self, evidence: TurnEvidence, hits: Sequence[Hit]) -> set[int]:
+        """Candidates (indices into `hits`) that take what the turn states (`TurnEvidence.fits`): an arithmetic
         expression for a calculator, a SQL statement for a tool that runs statements of its kind, a list of paths for
         a tool that takes a list of paths, a question about what is kept for a tool that keeps a knowledge graph or
-        memory (`nexus.gate.memory`); empty when the turn states none of these."""
-        expression, sql, paths = stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn))
-        memory = asks_memory(turn)
-        if not expression and sql is None and not paths and not memory:
+        memory; empty when the turn states none of these."""
+        if not evidence:
             return set()
-        tools = {i: self.registry.get(hit.key) for i, hit in enumerate(hits) if hit.key in self.registry}
-        return {i for i, tool in tools.items() if (expression and takes_only_expression(tool.input_schema))
-                or (sql is not None and runs_sql(tool.description, tool.input_schema, sql))
-                or (paths and takes_only_path_list(tool.input_schema))
-                or (memory and keeps_memory(tool.description))}
+        registry = self.registry
+        return {i for i, hit in enumerate(hits)
+                if hit.key in registry and evidence.fits(registry.get(hit.key).description, registry.get(hit.key).input_schema)}
 
     def _add_request_tops(self, turn: str, text: str, hits: Sequence[Hit], out: TurnProbabilities,
                           ranked: list[Hit], scores: list[float]) -> None:
