@@ -23,7 +23,9 @@ import re
 
 # Phrases first, so their content-looking words ("rock", "mind", "plan") count only inside them.
 _PHRASES = re.compile(r"\b(?:you rock|well done|good stuff|makes? sense|fair enough|good to know|never ?mind|no worries|"
-                      r"no problem|no more|my bad|talk (?:to you )?(?:soon|later)|catch you later|(?:thanks|thank you) a (?:million|ton|bunch|lot)|(?:that|this|it) (?:will|would|should|could) do(?: it)?|sounds like a plan|(?:nice|good|great) (?:one|work|job)|take care|see (?:you|ya)|"
+                      r"no problem|no more|my bad|talk (?:to you )?(?:soon|later)|catch you later|sounds like a plan|"
+                      r"(?:thanks|thank you) a (?:million|ton|bunch|lot)|(?:that|this|it) (?:will|would|should|could) do"
+                      r"(?: it)?|(?:nice|good|great) (?:one|work|job)|take care|see (?:you|ya)|"
                       r"have a (?:nice|good|great) (?:day|one|evening|night|weekend))\b", re.I)
 _WORDS = frozenset("""
 thanks thank thx ty ta tnx cheers appreciate appreciated appreciation grateful obliged kindly bye goodbye later
