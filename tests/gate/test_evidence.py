@@ -207,6 +207,35 @@ def test_memory_tools_join_the_candidates_when_the_lookup_found_none():
     turn = "Tell me what you remember about Acme."
     unrelated = gate.slb.hits_for(turn, ["get_time", "send_email"])
     added = gate._evidence_runners(TurnEvidence.of(turn), turn, unrelated)
-    assert {h.key for h in added} == {"open_nodes", "create_entities"}  # never the tool that deletes
+    assert {h.key for h in added} == {"open_nodes"}  # never a tool that changes the graph (deletes or creates)
     assert gate._evidence_runners(TurnEvidence.of(turn), turn, gate.slb.hits_for(turn, ["open_nodes"])) == []  # one is there already
     assert gate._evidence_runners(TurnEvidence.of("What time is it?"), "What time is it?", unrelated) == []  # no evidence, nothing added
+
+
+_REPO = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
+GIT = [Tool("git_status", "Shows the working tree status", _REPO, "git"),
+       Tool("git_commit", "Records changes to the repository", _REPO, "git"),
+       Tool("git_log", "Shows the commit logs of the repository", _REPO, "git")]
+
+
+def _shortlisting_gate(sources):
+    """A gate that shortlists every turn (never ROUTE, NO_TOOL or FALLBACK), over one registry source per item."""
+    reg = Registry()
+    for name, tools in sources.items():
+        reg.set_source(name, tools)
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(reg)
+    cal = replace(GateCalibration.identity(), thresholds=Thresholds(route=2.0, no_tool=2.0, fallback=2.0, multi=2.0))
+    return BoundaryGate(slb, reg, GateModel.from_scorer(FakePairScorer(), slb, cal), k=2)
+
+
+def test_a_yes_no_question_is_led_by_the_status_tool_of_its_servers_first_candidate():
+    """"Are there any uncommitted changes in my repository?" never listed git_status ("Shows the working tree status")."""
+    gate = _shortlisting_gate({"git": GIT, "fs": OTHERS})
+    turn = "Are there changes in the repository?"  # (the hashing embedder's first candidate is git_commit)
+    assert "git_status" not in {h.key for h in gate.slb.search(turn, k=2)}  # the lookup alone misses it
+    assert gate.decide(turn).candidates[0].key == "git_status"
+    assert gate.decide("Show the changes recorded in the repository").candidates[0].key != "git_status"  # not a question
+    # one source says nothing about domains (a BFCL file): the lookup's order stands
+    one = _shortlisting_gate({"all": [*GIT, *OTHERS]})
+    assert "git_status" not in {h.key for h in one.decide(turn).candidates}

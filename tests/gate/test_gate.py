@@ -306,3 +306,11 @@ def test_a_turn_asking_for_sql_gets_the_registry_tool_that_runs_it_when_the_slb_
     assert d.action is Action.SHORTLIST and d.candidates[0].key == "read_query"
     # a turn that asks for no SQL gets no such tool
     assert "read_query" not in [h.key for h in _gate(reg, slb, k=2).decide("send an email to my boss").candidates]
+
+
+def test_a_short_question_about_someone_named_is_not_a_follow_up():
+    """"Who is Alice?" (three words) had been read with the two file requests before it and read notes.txt."""
+    from nexus.gate.gate import is_follow_up
+
+    assert not is_follow_up("Who is Alice?") and not is_follow_up("Who's Ada Lovelace?")
+    assert is_follow_up("Who is he?") and is_follow_up("And Bob?")

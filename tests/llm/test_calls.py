@@ -11,7 +11,7 @@ import pytest
 
 from nexus.gate.decision import Action, Decision
 from nexus.llm.base import ContextOverflow
-from nexus.llm.calls import ToolCaller
+from nexus.llm.calls import ToolCaller, rank_prior
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.prompts import Exchange
 from nexus.llm.scripted import ScriptedBackend
@@ -231,7 +231,7 @@ def test_a_refused_grammar_falls_back_to_any_object_and_is_still_validated(regis
 
 
 def test_a_looping_generation_is_rejected_as_a_loop_not_as_the_token_cap():
-    from nexus.llm.calls import ToolCaller
+    from nexus.llm.calls import ToolCaller, rank_prior
     from nexus.registry import Registry, Tool
 
     reg = Registry()
@@ -263,8 +263,9 @@ def test_a_shortlisted_tool_that_would_invent_a_time_is_weighted_down(turn, weig
     assert sum(prior.values()) == pytest.approx(1.0)
     if weighted:  # convert_time needs a clock time the request does not state: 0.9 * 0.1 against 0.1
         assert prior["convert_time"] == pytest.approx(0.09 / 0.19) and prior["get_current_time"] > prior["convert_time"]
-    else:  # convert_time can be filled from the request; get_current_time has no room for 3pm nor a second zone
-        assert prior["convert_time"] == pytest.approx(0.9 / 0.91)
+    else:  # convert_time can be filled from the request; get_current_time has no room for 3pm nor a second zone: two
+        # reasons, so 0.1 * 0.1 of its share
+        assert prior["convert_time"] == pytest.approx(0.9 / 0.901)
 
 
 def test_a_candidate_the_gate_scored_far_below_keeps_almost_no_share_of_the_prior(registry):
@@ -392,8 +393,8 @@ def test_a_tool_named_against_what_the_request_asks_is_weighted_down(tools, turn
 def test_a_tool_with_no_place_for_a_stated_time_is_weighted_down_when_a_listed_one_takes_it(turn, weighted):
     """get_current_time(Berlin) had answered "If it is 14:30 in Berlin, what time is it in New York?", dropping 14:30."""
     prior = _shortlist_prior([NOW, CONVERT], turn, "get_current_time", "convert_time")
-    if weighted:
-        assert prior["get_current_time"] == pytest.approx(0.09 / 0.19) and prior["convert_time"] > prior["get_current_time"]
+    if weighted:  # no room for the time nor the second zone: two reasons, 0.1 * 0.1 of its share
+        assert prior["get_current_time"] == pytest.approx(0.009 / 0.109) and prior["convert_time"] > prior["get_current_time"]
     else:  # no time written: it is convert_time that would invent one (`unstated_required`)
         assert prior["get_current_time"] == pytest.approx(0.9 / 0.91)
     no_time = Tool("world_clock", "Current local time in a time zone.", {"type": "object", "properties": {
@@ -623,3 +624,61 @@ def test_an_optional_value_that_is_only_a_piece_of_a_required_one_is_dropped():
     out = normalise_arguments({"repo_path": "/r", "branch_name": "feature-x", "base_branch": "main"}, schema,
                               "Create a new branch called feature-x from main.")
     assert out["base_branch"] == "main"
+
+
+_INFO = Tool("get_file_info", "Retrieve detailed metadata about a file: size, creation time, last modified time.", _FILE, "s")
+_ADD = Tool("add_observations", "Add new observations to existing entities in the knowledge graph", _ENTITY, "s")
+
+
+@pytest.mark.parametrize("turn, weighted", [("How big is notes.txt?", True), ("When was notes.txt created?", True),
+                                            ("Show me the file info for notes.txt.", True), ("Read notes.txt.", False)])
+def test_a_tool_that_does_not_name_the_file_property_asked_for_is_weighted_down(turn, weighted):
+    """"How big is notes.txt?" had read the file, listed above get_file_info (held-out set 32)."""
+    prior = _shortlist_prior([_READ, _INFO], turn, "read_file", "get_file_info")
+    assert prior["read_file"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+
+
+@pytest.mark.parametrize("turn, weighted", [("Add a person named Dave to the knowledge graph.", True),
+                                            ("Add Marie, a scientist, to my knowledge graph.", True),
+                                            ("Add that Alice likes tennis to the knowledge graph.", False)])
+def test_a_tool_for_existing_things_is_weighted_down_when_the_request_introduces_a_new_one(turn, weighted):
+    """"Add a person named Dave …" had called add_observations ("… to existing entities"), listed above create_entities."""
+    prior = _shortlist_prior([_ADD, _CREATE], turn, "add_observations", "create_entities")
+    assert prior["add_observations"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+
+
+def test_each_reason_a_tool_does_not_fit_weighs_it_down_once_more():
+    """A reader that takes nothing, for a request that writes and names what to write, has two reasons against it; a
+    reader that takes a query has one; the creator none: 0.1 and 0.01 of their shares."""
+    read_graph = Tool("read_graph", "Read the entire knowledge graph", {"type": "object", "properties": {}}, "s")
+    search = Tool("search_nodes", "Search for nodes in the knowledge graph", {"type": "object", "properties": {
+        "query": {"type": "string"}}, "required": ["query"]}, "s")
+    reg = Registry()
+    reg.set_source("s", [read_graph, search, _CREATE])
+    backend = ScriptedBackend(arguments=["{}"], choices=["create_entities"])
+    turn = "Note in the knowledge graph that Bob likes tennis."
+    ToolCaller(backend, reg).call(turn, decision(Action.SHORTLIST, "read_graph", "search_nodes", "create_entities"))
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    ranked = dict(zip(("read_graph", "search_nodes", "create_entities"), rank_prior(0.9, 3)))
+    share = {k: prior[k] / prior["create_entities"] / (ranked[k] / ranked["create_entities"]) for k in ranked}
+    assert share["search_nodes"] == pytest.approx(0.1) and share["read_graph"] == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("turn, reasons", [("Note in my knowledge graph that Acme is based in Denver.", 2),
+                                           ("Search my knowledge graph for Acme.", 0)])
+def test_a_request_to_record_something_weighs_down_a_tool_its_server_marks_read_only(turn, reasons):
+    """"Note in my knowledge graph that Acme is based in Denver." had called search_nodes (held-out set 32): its name
+    reads (`contrary`) and its server marks it read-only, two reasons against it, while add_observations changes the
+    graph. Without annotations only the name's reason is left."""
+    search = Tool("search_nodes", "Search for nodes in the knowledge graph", {"type": "object", "properties": {
+        "query": {"type": "string"}}, "required": ["query"]}, "s", annotations={"readOnlyHint": True})
+    add = Tool("add_observations", "Add new observations to entities in the knowledge graph", _ENTITY, "s",
+               annotations={"readOnlyHint": False})
+    prior = _shortlist_prior([search, add], turn, "search_nodes", "add_observations")
+    plain = _shortlist_prior([Tool(t.name, t.description, t.input_schema, "s") for t in (search, add)], turn,
+                             "search_nodes", "add_observations")
+    if reasons:
+        assert prior["search_nodes"] == pytest.approx(0.009 / 0.109)
+        assert plain["search_nodes"] == pytest.approx(0.09 / 0.19)
+    else:  # a search asked for: it is add_observations that does not fit (it adds, and it changes the graph)
+        assert prior["search_nodes"] > 0.9 and plain["search_nodes"] > 0.9

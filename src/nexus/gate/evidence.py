@@ -287,11 +287,11 @@ def runs_sql(description: str, schema: Mapping[str, Any], kind: str) -> bool:
 # a `write_query` runs any statement, and a `write_file` may be what a request to save asks for)
 _DOES = {**dict.fromkeys("remove delete erase drop purge unlink destroy".split(), "remove"),
          **dict.fromkeys("create add insert append new make".split(), "create"),
-         **dict.fromkeys("read get show list view describe search find".split(), "read")}
+         **dict.fromkeys("read get show list view describe search find open".split(), "read")}
 _ASKS = {**_DOES, **dict.fromkeys("forget discard".split(), "remove"),
          **dict.fromkeys("record note remember register store".split(), "create"),
          **dict.fromkeys("save write put".split(), "write"),
-         **dict.fromkeys("display print open".split(), "read")}
+         **dict.fromkeys("display print".split(), "read")}
 _OPENING = re.compile(r"^\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:go\s+ahead\s+and\s+)?([a-z]+)", re.I)
 
 
@@ -317,6 +317,19 @@ def contrary(request: str, name: str) -> bool:
         return False
     does = {_DOES.get(w.lower()) for w in split_identifier(name).split()} - {None}
     return bool(does) and asked not in does
+
+
+def asks_change(request: str) -> bool:
+    """The request opens by asking to create, record, write or remove something ("Note in the knowledge graph that Acme
+    is based in Denver.", "Save … in reminders.txt", "Remove Acme …"), not to be told something.
+
+    >>> asks_change("Note in my knowledge graph that Acme is based in Denver."), asks_change("Please delete notes.txt")
+    (True, True)
+    >>> asks_change("Show me notes.txt."), asks_change("Who is Alice?"), asks_change("Rename a.txt to b.txt")
+    (False, False, False)
+    """
+    opening = _OPENING.match(request or "")
+    return bool(opening) and _ASKS.get(opening.group(1).lower()) in ("create", "write", "remove")
 
 
 _NEGATED = re.compile(r"\b(?:not|never|\w+n't)\s+(?:yet\s+|been\s+|ever\s+)*([a-z]+)", re.I)

@@ -36,7 +36,9 @@ from nexus.gate.policy import choose_action
 from nexus.paths import PATHS, path_kind
 from nexus.gate.probabilities import Thresholds, TurnProbabilities
 from nexus.gate.reference import REFERENCE_TURNS, no_tool_floor
+from nexus.gate.memory import asks_who
 from nexus.gate.social import is_social
+from nexus.gate.state import asks_state, shows_status
 from nexus.registry import Registry
 from nexus.slb.index import Hit, SemanticLookasideBuffer
 
@@ -98,6 +100,8 @@ def is_follow_up(turn: str) -> bool:
     if _CLOSERS.match(turn) or _SATISFIED.match(turn) or (_SIGN_OFF.match(turn) and not _MORE.search(turn)):
         return False
     if is_social(turn):  # "Cool, appreciate it.", "That works for me.": thanks or assent, however short
+        return False
+    if asks_who(turn):  # "Who is Alice?": three words, but complete (it had borrowed two file requests and read a file)
         return False
     if opens_as_continuation(turn):
         return True
@@ -247,15 +251,21 @@ class BoundaryGate:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
         evidence = TurnEvidence.of(turn)
         hits = [*hits, *self._evidence_runners(evidence, text, hits)]
+        status = self._status_tools(turn, hits)
+        hits += [h for h in self.slb.hits_for(text, [k for k in status if k not in {h.key for h in hits}])]
         ce, out = self.score(text, hits, prescored)
         thresholds = self.thresholds(out.p_no_tool)
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
         action = choose_action(out.p_top1, out.p_no_tool, second, thresholds, out.p_shortlist)
         keep = list(out.order)
-        if action is not Action.ROUTE and (asked := self._evidence_tools(evidence, hits)):
+        asked = self._evidence_tools(evidence, hits) if action is not Action.ROUTE else set()
+        if action is Action.SHORTLIST:  # a status tool leads a shortlist, but never overrules the gate's NO_TOOL
+            asked |= {i for i, h in enumerate(hits) if h.key in status}
+        if asked:
             # the turn states an arithmetic expression or a SQL statement (written out, or asked for in words about a
-            # named table), and a candidate takes that and nothing else (`evidence`): the LLM chooses among the
-            # candidates, those first, instead of answering itself or reading every schema
+            # named table), and a candidate takes that and nothing else (`evidence`), or it asks whether something is so
+            # and its server shows a status: the LLM chooses among the candidates, those first, instead of answering
+            # itself or reading every schema
             keep = [i for i in keep if i in asked] + [i for i in keep if i not in asked]
             if action is not Action.SHORTLIST:
                 log.info("gate: %s (p_no_tool %.3f) overruled: %r states what %s takes", action.value, out.p_no_tool,
@@ -311,6 +321,16 @@ class BoundaryGate:
         if not wanted or any(h.key in wanted for h in hits):
             return []
         return sorted(self.slb.hits_for(text, wanted), key=lambda h: -h.score)[:EVIDENCE_RUNNERS]
+
+    def _status_tools(self, turn: str, hits: Sequence[Hit]) -> list[str]:
+        """For a turn that asks whether something is so, the tools of the first candidate's server whose descriptions
+        say they show a status (`gate.state`: "Are there any uncommitted changes?" -> `git_status`, which the lookup
+        had not listed); none in a registry of one source, where the server says nothing about the domain."""
+        registry = self.registry
+        if not hits or not asks_state(turn) or len(registry.sources()) < 2 or hits[0].key not in registry:
+            return []
+        source = registry.source_of(hits[0].key)
+        return [k for k in registry.keys() if registry.source_of(k) == source and shows_status(registry.get(k).description)]
 
     def _evidence_tools(self, evidence: TurnEvidence, hits: Sequence[Hit]) -> set[int]:
         """Candidates (indices into `hits`) that take what the turn states (`TurnEvidence.fits`): an arithmetic

@@ -7,7 +7,11 @@ questions about people ("I love pizza", "who is radiohead"), and no training sou
 that registry's NO_TOOL floor (0.981), while `open_nodes` was the gate's first candidate for both.
 Like the arithmetic and SQL evidence (`nexus.gate.evidence`), this reads what a tool says it does (its description
 names a knowledge graph or a memory), never its name, and never fires on a registry without such a tool (no BFCL
-evaluation split has one). A deletion is never evidence: "Forget Bob" is left to the gate.
+evaluation split has one). A tool that changes the memory is never what a question asks for (`keeps_memory`).
+
+"Who is Alice?" counts too (a question about someone named and nothing else): on a registry that keeps a knowledge graph
+it is most likely about what the graph holds, and reading the graph changes nothing. The gate had read it as chat
+(p_no_tool 0.999 on the demo's registry) and, as a short turn, with the requests before it (set 32 read notes.txt).
 
 Only questions: a request to keep a fact ("Remember that Carol is a software engineer.") was evidence too at first,
 and on the demo sets it turned three harmless NO_TOOLs into one right tool the server refused (no such entity) and two
@@ -18,10 +22,14 @@ between creating an entity and adding to one, so those turns stay the gate's.
 ...     "What have you stored about me?", "Do you know anything about Bob?")]
 [True, True, True, True]
 >>> [asks_memory(t) for t in ("Remember that Carol is a software engineer.", "I love pizza.", "Who are you?",
-...     "Do you know a good pizza place?", "What do you know?", "Thanks, that's all.")]
-[False, False, False, False, False, False]
+...     "Do you know a good pizza place?", "What do you know?", "Thanks, that's all.", "Who is he?", "who made you")]
+[False, False, False, False, False, False, False, False]
+>>> asks_memory("Who is Alice?"), asks_memory("Who's Ada Lovelace?"), asks_memory("Who is Alice and what does she do?")
+(True, True, False)
+>>> keeps_memory("Search for nodes in the knowledge graph"), keeps_memory("Read the entire knowledge graph")
+(True, True)
 >>> keeps_memory("Create multiple new entities in the knowledge graph"), keeps_memory("Delete entities from the knowledge graph")
-(True, False)
+(False, False)
 """
 
 from __future__ import annotations
@@ -33,15 +41,23 @@ _RECALL = re.compile(r"\b(?:what|anything|everything)\s+(?:do|did|have)\s+you\s+
                      r"\s+(?:about|on|of)\b|\bdo\s+you\s+(?:know|remember|recall)\s+anything\s+about\b|"
                      r"\b(?:tell|show)\s+me\s+(?:what|everything)\s+you\s+(?:know|remember|recall|have\s+stored)\s+about\b",
                      re.I)
+# "Who is Alice?": a question about someone named, and nothing else (the registry's memory may know them)
+_WHO = re.compile(r"^\W*[Ww]ho(?:'s|\s+is|\s+was)\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}\s*[?.!]*\s*$")
 _KEEPS = re.compile(r"\bknowledge\s+graph\b|\bmemor(?:y|ies)\b", re.I)
-_REMOVES = re.compile(r"^\W*(?:delete|remove|erase|drop|purge|clear)\b", re.I)
+_CHANGES = re.compile(r"^\W*(?:delete|remove|erase|drop|purge|clear|create|add|insert|update|store|save|write|set)\b", re.I)
 
 
 def asks_memory(text: str) -> bool:
     """Whether a turn asks what the assistant knows or keeps about something."""
-    return bool(_RECALL.search(text))
+    return bool(_RECALL.search(text) or _WHO.match(text))
+
+
+def asks_who(text: str) -> bool:
+    """Whether a turn only asks who someone named is ("Who is Alice?"): a question complete in itself."""
+    return bool(_WHO.match(text))
 
 
 def keeps_memory(description: str) -> bool:
-    """A tool that keeps or reads a knowledge graph or memory, by its own description; not one that deletes from it."""
-    return bool(_KEEPS.search(description or "")) and not _REMOVES.match(description or "")
+    """A tool that reads a knowledge graph or memory, by its own description; not one that opens by changing it (a
+    question is never answered by a write: "Who's Bob?" had listed `create_entities` first)."""
+    return bool(_KEEPS.search(description or "")) and not _CHANGES.match(description or "")

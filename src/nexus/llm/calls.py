@@ -31,8 +31,10 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import asked_sql, contrary, negated, runs_sql
+from nexus.gate.evidence import asked_sql, asks_change, contrary, negated, runs_sql
 from nexus.gate.gate import opens_as_continuation
+from nexus.gate.novelty import acts_on_existing, introduces_new
+from nexus.gate.properties import asked_properties, describes_property
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
@@ -297,13 +299,17 @@ class ToolCaller:
         names something for the tool to work on ("… notes about Alice", `named_values`) and the tool takes no
         parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
         A question, or an order to show something, also down-weights each tool its server marks as changing something
-        (MCP `readOnlyHint: false`) when a read-only one is listed beside it; and a tool with room for fewer of the
+        (MCP `readOnlyHint: false`) when a read-only one is listed beside it, and a request to record, write or remove
+        something each tool marked read-only when one that changes something is listed (`evidence.asks_change`); and a tool with room for fewer of the
         clock times or (from two) time zones or paths the request writes than another listed tool has is weighted down
         too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
         no SQL of the kind the turn writes out or asks for in words when a listed one does (`evidence.runs_sql`), and
         one whose name creates what the turn asks to remove, or removes what it asks to add (`evidence.contrary`), or
-        carries a word the turn says with "not" beside a listed name with its "un-" form (`evidence.negated`).
-        Unchanged when every tool or none fits. A soft weight: the model still overrides it when it is confident."""
+        carries a word the turn says with "not" beside a listed name with its "un-" form (`evidence.negated`), or, for a
+        turn that asks a file's size, dates or metadata, does not name them where a listed tool does (`gate.properties`),
+        or works only on existing things when the turn introduces a new one by name (`gate.novelty`).
+        Each reason counts: a tool is weighted by UNSTATED_PRIOR once for every reason more than the best-fitting listed
+        tool has (unchanged when all have as many). A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
@@ -319,9 +325,14 @@ class ToolCaller:
         # a question is answered by a tool its server marks read-only, where one is listed: "Is there anything to
         # commit?" had called git_commit
         reads = question and any(tool.read_only for tool in tools)
-        unstated = [bool(unstated_required(schema, turn)) or (path and not takes_path(schema, tool.description))
-                    or (named and not schema.get("properties")) or (reads and tool.read_only is False) or wrong_way
-                    for tool, schema, wrong_way in zip(tools, schemas, against)]
+        # and a request to record, write or remove something by a tool its server marks as changing something, where one
+        # is listed: "Note in my knowledge graph that Acme is based in Denver." had called search_nodes
+        changes = asks_change(own) and any(tool.read_only is False for tool in tools)
+        # each reason a tool does not fit counts once: two reasons weigh it down twice
+        misfits = [int(bool(unstated_required(schema, turn))) + (path and not takes_path(schema, tool.description))
+                   + (named and not schema.get("properties")) + (reads and tool.read_only is False)
+                   + (changes and tool.read_only is True) + wrong_way
+                   for tool, schema, wrong_way in zip(tools, schemas, against)]
         # the request writes more clock times, zones or paths than this tool has room for, and a listed tool has more:
         # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the
         # rest; "Open notes.txt and repo/notes.md at the same time." read_file(notes.txt) beside read_multiple_files
@@ -333,15 +344,26 @@ class ToolCaller:
             kinds = {kind: n for kind, n in kinds.items() if not written[kind]} | stated_kinds(own)
         for kind, n in kinds.items():
             room = [min(room_for(schema, kind, tool.description), n) for tool, schema in zip(tools, schemas)]
-            unstated = [u or r < max(room) for u, r in zip(unstated, room)]
+            misfits = [m + (r < max(room)) for m, r in zip(misfits, room)]
         # a SQL statement written out goes to a listed tool that runs statements of its kind ("Run this SQL: DELETE
         # FROM notes WHERE id = 3." had called the knowledge graph's delete_relations)
         runs = [runs_sql(tool.description, schema, sql) for tool, schema in zip(tools, schemas)] if sql else []
         if any(runs):
-            unstated = [u or not r for u, r in zip(unstated, runs)]
-        if all(unstated) or not any(unstated):
+            misfits = [m + (not r) for m, r in zip(misfits, runs)]
+        # the turn asks a file's size, dates or metadata: a listed tool whose description names them goes before one
+        # that reads what the file holds ("How big is notes.txt?" had read it; `nexus.gate.properties`)
+        asked = asked_properties(own)
+        fits = [describes_property(tool.description, asked) for tool in tools] if asked else []
+        if any(fits):
+            misfits = [m + (not f) for m, f in zip(misfits, fits)]
+        # the turn introduces something by name ("Add a person named Dave …"): a listed tool that works only on existing
+        # things goes behind the others (`add_observations` had been picked beside `create_entities`; `gate.novelty`)
+        if introduces_new(own):
+            misfits = [m + acts_on_existing(tool.description) for m, tool in zip(misfits, tools)]
+        least = min(misfits)
+        if max(misfits) == least:
             return prior
-        weighted = [p * (UNSTATED_PRIOR if u else 1.0) for p, u in zip(prior, unstated)]
+        weighted = [p * UNSTATED_PRIOR ** (m - least) for p, m in zip(prior, misfits)]
         return [w / sum(weighted) for w in weighted]
 
     def repair(self, turn: str, first: _Attempt, history: Sequence[Exchange] = ()) -> tuple[dict[str, Any] | None, str | None, Generation]:

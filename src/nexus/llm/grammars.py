@@ -302,6 +302,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         elif kind == "objects":  # a list of objects (and the lists inside them) is capped the same way: uncapped,
             _cap_lists(sub, anchors.max_list_items(request), text_cap=_note_length(request))  # the model wrote one
             # entity after another to the cap
+            if name in required:  # and has items when required: "Add a relation: Bob manages Alice." had written
+                sub.setdefault("minItems", 1)  # create_relations(relations=[]), a call that does nothing
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
             anchored = []

@@ -32,12 +32,13 @@ class Registry:
     >>> r = Registry()
     >>> _ = r.set_source("a", [Tool("ping", "", {"type": "object"}, "a")])
     >>> _ = r.set_source("b", [Tool("ping", "", {"type": "object"}, "b")])
-    >>> sorted(r.keys())
-    ['a.ping', 'b.ping']
+    >>> sorted(r.keys()), r.source_of("b.ping")
+    (['a.ping', 'b.ping'], 'b')
     """
 
     _sources: dict[str, dict[str, Tool]] = field(default_factory=dict)
     _by_key: dict[str, Tool] = field(default_factory=dict)
+    _source_of: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     _hash: str | None = field(default=None, repr=False, compare=False)
 
     def set_source(self, origin: str, tools: Iterable[Tool]) -> RegistryDiff:
@@ -63,12 +64,13 @@ class Registry:
         for origin, tools in self._sources.items():
             for tool in tools.values():
                 owners.setdefault(tool.public_name, []).append(origin)
-        self._by_key = {}
+        self._by_key, self._source_of = {}, {}
         for origin, tools in self._sources.items():
             for tool in tools.values():
                 name = tool.public_name
                 key = name if len(owners[name]) == 1 else f"{origin}.{name}"
                 self._by_key[key] = tool
+                self._source_of[key] = origin
         self._hash = None
 
     def _diff(self, before: dict[str, str]) -> RegistryDiff:
@@ -113,6 +115,11 @@ class Registry:
 
     def sources(self) -> list[str]:
         return list(self._sources)
+
+    def source_of(self, key: str) -> str:
+        """The source (server) that offers the tool at `key`."""
+        self.get(key)  # an unknown key is the same clear error
+        return self._source_of[key]
 
     def source_tools(self, origin: str) -> list[Tool]:
         """The tools `origin` offers, as it named them (empty for an unknown source)."""
