@@ -682,3 +682,13 @@ def test_a_request_to_record_something_weighs_down_a_tool_its_server_marks_read_
         assert plain["search_nodes"] == pytest.approx(0.09 / 0.19)
     else:  # a search asked for: it is add_observations that does not fit (it adds, and it changes the graph)
         assert prior["search_nodes"] > 0.9 and plain["search_nodes"] > 0.9
+
+
+@pytest.mark.parametrize("turn, weighted", [("Show the directory tree of my workspace.", True),
+                                            ("Show me what's in my workspace.", False)])
+def test_a_tool_the_request_does_not_name_goes_behind_one_it_names(turn, weighted):
+    """"Show the directory tree of my workspace." had called list_directory, listed above directory_tree (set 33)."""
+    listing = Tool("list_directory", "Get a detailed listing of all files and directories in a specified path", _FILE, "s")
+    tree = Tool("directory_tree", "Get a recursive tree view of files and directories as a JSON structure", _FILE, "s")
+    prior = _shortlist_prior([listing, tree], turn, "list_directory", "directory_tree")
+    assert prior["list_directory"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)

@@ -319,6 +319,40 @@ def contrary(request: str, name: str) -> bool:
     return bool(does) and asked not in does
 
 
+def _stem(word: str) -> str:
+    """A word without its plural ending, the same way on both sides ("branches" / "branch", "entities" / "entity")."""
+    if len(word) > 4 and word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+_FILLERS = frozenset("a an the my our your its this that these those all every".split())
+
+
+def spells_name(request: str, name: str) -> bool:
+    """The request says the tool's name: its words in order, with at most articles and possessives between them ("Show
+    the directory tree of my workspace." and `directory_tree`, which the model had passed over for `list_directory`).
+
+    >>> spells_name("Show the directory tree of my workspace.", "directory_tree"), spells_name("List my git branches", "git_branch")
+    (True, True)
+    >>> spells_name("Show the directory tree of my workspace.", "list_directory"), spells_name("Delete the entities", "delete_relations")
+    (False, False)
+    >>> spells_name("List the tables", "list_tables"), spells_name("List all the titles in the books table.", "list_tables")
+    (True, False)
+    """
+    words = [_stem(w) for w in re.findall(r"[a-z0-9]+", (request or "").lower())]
+    parts = [_stem(w) for w in split_identifier(name).lower().split()]
+    for start in (i for i, w in enumerate(words) if parts and w == parts[0]):
+        at, pos = 1, start + 1
+        while at < len(parts) and pos < len(words) and (words[pos] == parts[at] or words[pos] in _FILLERS):
+            at, pos = at + (words[pos] == parts[at]), pos + 1
+        if at == len(parts):
+            return True
+    return False
+
+
 def asks_change(request: str) -> bool:
     """The request opens by asking to create, record, write or remove something ("Note in the knowledge graph that Acme
     is based in Denver.", "Save … in reminders.txt", "Remove Acme …"), not to be told something.

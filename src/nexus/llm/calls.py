@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import asked_sql, asks_change, contrary, negated, runs_sql
+from nexus.gate.evidence import asked_sql, asks_change, contrary, negated, runs_sql, spells_name
 from nexus.gate.gate import opens_as_continuation
 from nexus.gate.novelty import acts_on_existing, introduces_new
 from nexus.gate.properties import asked_properties, describes_property
@@ -307,7 +307,8 @@ class ToolCaller:
         one whose name creates what the turn asks to remove, or removes what it asks to add (`evidence.contrary`), or
         carries a word the turn says with "not" beside a listed name with its "un-" form (`evidence.negated`), or, for a
         turn that asks a file's size, dates or metadata, does not name them where a listed tool does (`gate.properties`),
-        or works only on existing things when the turn introduces a new one by name (`gate.novelty`).
+        or works only on existing things when the turn introduces a new one by name (`gate.novelty`), or is not named
+        by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`).
         Each reason counts: a tool is weighted by UNSTATED_PRIOR once for every reason more than the best-fitting listed
         tool has (unchanged when all have as many). A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
@@ -360,6 +361,11 @@ class ToolCaller:
         # things goes behind the others (`add_observations` had been picked beside `create_entities`; `gate.novelty`)
         if introduces_new(own):
             misfits = [m + acts_on_existing(tool.description) for m, tool in zip(misfits, tools)]
+        # the turn spells a listed tool's whole name ("Show the directory tree …": `directory_tree`): the others go behind
+        # (not a read-only one for a request to change something: "Make a new git branch" spells `git_branch`)
+        spelled = [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools]
+        if any(spelled):
+            misfits = [m + (not s) for m, s in zip(misfits, spelled)]
         least = min(misfits)
         if max(misfits) == least:
             return prior
