@@ -692,3 +692,14 @@ def test_a_tool_the_request_does_not_name_goes_behind_one_it_names(turn, weighte
     tree = Tool("directory_tree", "Get a recursive tree view of files and directories as a JSON structure", _FILE, "s")
     prior = _shortlist_prior([listing, tree], turn, "list_directory", "directory_tree")
     assert prior["list_directory"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+
+
+def test_a_stated_replacement_puts_a_tool_with_an_old_and_new_text_before_one_without():
+    """"Replace 'Acme' with 'Globex' in notes.txt." had called write_file(content="Acme"), overwriting the file (set 34)."""
+    edit = Tool("edit_file", "Make line-based edits to a text file", {"type": "object", "properties": {
+        "path": {"type": "string"}, "edits": {"type": "array", "items": {"type": "object", "properties": {
+            "oldText": {"type": "string"}, "newText": {"type": "string"}}}}}, "required": ["path", "edits"]}, "s")
+    prior = _shortlist_prior([_WRITE, edit], "Replace 'Acme' with 'Globex' in notes.txt.", "write_file", "edit_file")
+    assert prior["write_file"] == pytest.approx(0.09 / 0.19)
+    assert _shortlist_prior([_WRITE, edit], "Write 'Acme' into notes.txt.", "write_file", "edit_file")["write_file"] \
+        == pytest.approx(0.9)

@@ -17,6 +17,8 @@ request that writes a path or says "file", "folder" or "directory".
 (['created'], frozenset())
 >>> asked_properties("Read notes.txt"), asked_properties("Update the modified file notes.txt")
 (frozenset(), frozenset())
+>>> sorted(asked_properties("Get info about notes.txt.")), asked_properties("Get details about Acme.")
+(['metadata'], frozenset())
 >>> describes_property("Returns size, creation time, last modified time, permissions.", {"created"})
 True
 >>> describes_property("Read the complete contents of a file as text.", {"size"})
@@ -42,7 +44,7 @@ _PROPERTIES = {
     "dates": (r"\b(?:dates|timestamps)\b", r"\b(?:modifi(?:ed|cation)|creat(?:ed|ion))\s+(?:time|date)\b"),
     "permissions": (r"\bpermissions?\b|\bmode\s+bits\b", r"\bpermissions?\b"),
     "metadata": (r"\bmetadata\b|\b(?:file|folder|directory)\s+(?:info|information|details|stats|attributes)\b|"
-                 r"\bstat\s+(?:of|for|on)\b", r"\bmetadata\b"),
+                 r"\b(?:stat|info|information|details)\s+(?:of|for|on|about)\b", r"\bmetadata\b"),
 }
 _ASKED = {name: re.compile(asked, re.I) for name, (asked, _) in _PROPERTIES.items()}
 _NAMED = {name: re.compile(named, re.I) for name, (_, named) in _PROPERTIES.items()}

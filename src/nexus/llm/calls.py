@@ -41,7 +41,7 @@ from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.items import stated_items
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.relations import stated_relation
-from nexus.llm.replacements import stated_replacement
+from nexus.llm.replacements import request_replacement, stated_replacement, takes_replacement
 from nexus.llm.statements import stated_statements
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, request_times, request_zones, room_for,
                                stated_kinds, takes_path, unstated_required)
@@ -308,7 +308,8 @@ class ToolCaller:
         carries a word the turn says with "not" beside a listed name with its "un-" form (`evidence.negated`), or, for a
         turn that asks a file's size, dates or metadata, does not name them where a listed tool does (`gate.properties`),
         or works only on existing things when the turn introduces a new one by name (`gate.novelty`), or is not named
-        by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`).
+        by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`), or has no old /
+        new text pair for a replacement the turn states (`replacements.takes_replacement`).
         Each reason counts: a tool is weighted by UNSTATED_PRIOR once for every reason more than the best-fitting listed
         tool has (unchanged when all have as many). A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
@@ -361,6 +362,11 @@ class ToolCaller:
         # things goes behind the others (`add_observations` had been picked beside `create_entities`; `gate.novelty`)
         if introduces_new(own):
             misfits = [m + acts_on_existing(tool.description) for m, tool in zip(misfits, tools)]
+        # the turn states a replacement ("Replace 'Acme' with 'Globex' in notes.txt."): a listed tool with an old / new
+        # text pair goes before one without (write_file had overwritten notes.txt with "Acme"; `llm.replacements`)
+        pairs = [takes_replacement(schema) for schema in schemas] if request_replacement(own) else []
+        if any(pairs):
+            misfits = [m + (not p) for m, p in zip(misfits, pairs)]
         # the turn spells a listed tool's whole name ("Show the directory tree …": `directory_tree`): the others go behind
         # (not a read-only one for a request to change something: "Make a new git branch" spells `git_branch`)
         spelled = [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools]

@@ -56,6 +56,21 @@ def _pair(schema: Mapping[str, Any]) -> tuple[str, str] | None:
     return (old[0], new[0]) if len(old) == 1 and len(new) == 1 and old != new else None
 
 
+def takes_replacement(schema: Mapping[str, Any]) -> bool:
+    """Whether a tool has an old / new text pair, at the top level or in the items of a list (`edit_file`'s edits).
+
+    >>> takes_replacement({"properties": {"edits": {"type": "array", "items": {"properties": {
+    ...     "oldText": {"type": "string"}, "newText": {"type": "string"}}}}}})
+    True
+    >>> takes_replacement({"properties": {"path": {"type": "string"}, "content": {"type": "string"}}})
+    False
+    """
+    if _pair(schema) is not None:
+        return True
+    return any(isinstance(sub, Mapping) and sub.get("type") == "array" and isinstance(sub.get("items"), Mapping)
+               and _pair(sub["items"]) is not None for sub in properties(schema).values())
+
+
 def stated_replacement(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
     """`arguments` with the request's one replacement in the tool's old / new pair (top level, or the single item of
     a list of such pairs, made when the list is empty); unchanged when the request states none or the tool has no

