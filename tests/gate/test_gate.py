@@ -314,3 +314,11 @@ def test_a_short_question_about_someone_named_is_not_a_follow_up():
 
     assert not is_follow_up("Who is Alice?") and not is_follow_up("Who's Ada Lovelace?")
     assert is_follow_up("Who is he?") and is_follow_up("And Bob?")
+
+
+def test_a_short_order_with_its_own_object_is_not_a_follow_up():
+    """"List my branches." (three words) had been read with two database turns before it and listed tables."""
+    from nexus.gate.gate import is_follow_up
+
+    assert not is_follow_up("List my branches.") and not is_follow_up("Show all tables")
+    assert is_follow_up("Show more.") and is_follow_up("Delete that one.") and is_follow_up("List them.")

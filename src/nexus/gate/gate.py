@@ -56,6 +56,11 @@ _DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b|^(\W*(?:\w+\
 _EXISTENTIAL = re.compile(r"\b(?:(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+there|there\s*(?:is|are|was|were|'s|'re))\b", re.I)
 # "Find every file with notes in its name": a possessive after a noun the turn itself names points at that noun
 _BOUND = re.compile(r"(\b(?:every|each|any|all|a|an|the)\s+[\w-]+\b.*?)\b(?:its|their)\b", re.I)
+# "List my branches.", "Show all tables": an order with its own object, complete in three words (it had borrowed the two
+# database turns before it and listed tables); "Show more.", "Do it again." and "Delete that one." still lean back
+_ORDER = re.compile(r"^\W*(?:please\s+)?(?:list|show|read|get|find|search|create|make|delete|remove|add|open|display|print|"
+                    r"describe|count|stage|commit|save|write)\s+(?:(?:me|my|the|all|every|our|your)\s+)*"
+                    r"(?!(?:more|again|everything|both|next|another|too|else|same|rest)\b)[a-z]{3,}", re.I)
 _ANAPHORA = re.compile(r"\b(it|its|that|this|those|these|them|there|same|one|ones|again|instead)\b", re.I)
 # "Remember that Bob's birthday is on 12 May": a "that" opening a clause points forward, not back
 _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|think|make sure|believe|hope|mind)\s+that\b"
@@ -112,7 +117,8 @@ def is_follow_up(turn: str) -> bool:
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table);
     # so does one that states an arithmetic expression ("Calculate 17 squared.", three words, had borrowed the time
     # request before it and converted that time again)
-    short, refers = len(words) <= 3, len(words) <= 8 and bool(_ANAPHORA.search(own))
+    refers = len(words) <= 8 and bool(_ANAPHORA.search(own))
+    short = len(words) <= 3 and not (_ORDER.match(turn) and not _ANAPHORA.search(own))
     return (short or refers) and not (PATHS.search(turn) or stated_expression(turn) is not None)
 
 
