@@ -295,6 +295,12 @@ _ASKS = {**_DOES, **dict.fromkeys("forget discard".split(), "remove"),
 _OPENING = re.compile(r"^\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:go\s+ahead\s+and\s+)?([a-z]+)", re.I)
 
 
+def _asked(request: str) -> str | None:
+    """What the request's opening verb asks done (remove, create, write, read), or None."""
+    opening = _OPENING.match(request or "")
+    return _ASKS.get(opening.group(1).lower()) if opening else None
+
+
 def contrary(request: str, name: str) -> bool:
     """The request opens by asking to remove something and the tool's name says it creates, or the other way round, or
     one asks to read and the other to change: "Remove Acme from the knowledge graph." had called `create_entities`,
@@ -311,8 +317,7 @@ def contrary(request: str, name: str) -> bool:
     >>> contrary("Show me notes.txt.", "read_text_file"), contrary("Show the staged changes.", "git_add")
     (False, True)
     """
-    opening = _OPENING.match(request or "")
-    asked = _ASKS.get(opening.group(1).lower()) if opening else None
+    asked = _asked(request)
     if asked is None:
         return False
     does = {_DOES.get(w.lower()) for w in split_identifier(name).split()} - {None}
@@ -362,8 +367,7 @@ def asks_change(request: str) -> bool:
     >>> asks_change("Show me notes.txt."), asks_change("Who is Alice?"), asks_change("Rename a.txt to b.txt")
     (False, False, False)
     """
-    opening = _OPENING.match(request or "")
-    return bool(opening) and _ASKS.get(opening.group(1).lower()) in ("create", "write", "remove")
+    return _asked(request) in ("create", "write", "remove")
 
 
 _NEGATED = re.compile(r"\b(?:not|never|\w+n't)\s+(?:yet\s+|been\s+|ever\s+)*([a-z]+)", re.I)

@@ -117,8 +117,9 @@ def is_follow_up(turn: str) -> bool:
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table);
     # so does one that states an arithmetic expression ("Calculate 17 squared.", three words, had borrowed the time
     # request before it and converted that time again)
-    refers = len(words) <= 8 and bool(_ANAPHORA.search(own))
-    short = len(words) <= 3 and not (_ORDER.match(turn) and not _ANAPHORA.search(own))
+    anaphora = bool(_ANAPHORA.search(own))
+    refers = len(words) <= 8 and anaphora
+    short = len(words) <= 3 and (anaphora or not _ORDER.match(turn))
     return (short or refers) and not (PATHS.search(turn) or stated_expression(turn) is not None)
 
 
@@ -258,7 +259,8 @@ class BoundaryGate:
         evidence = TurnEvidence.of(turn)
         hits = [*hits, *self._evidence_runners(evidence, text, hits)]
         status = self._status_tools(turn, hits)
-        hits += [h for h in self.slb.hits_for(text, [k for k in status if k not in {h.key for h in hits}])]
+        listed = {h.key for h in hits}
+        hits += self.slb.hits_for(text, [k for k in status if k not in listed])
         ce, out = self.score(text, hits, prescored)
         thresholds = self.thresholds(out.p_no_tool)
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0

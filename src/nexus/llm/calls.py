@@ -61,6 +61,15 @@ NESTED_CONVENTIONS = (stated_replacement, stated_items, stated_relation, stated_
 UNSTATED_PRIOR = 0.1  # a listed tool that does not fit what the request states (`ToolCaller._grounded`; session 12)
 
 
+def _prefer(misfits: list[int], fitting: Sequence[bool]) -> list[int]:
+    """One more reason against every tool that does not fit, when a listed tool does (none fitting: unchanged).
+
+    >>> _prefer([0, 1, 0], [True, False, False]), _prefer([0, 1], [False, False])
+    ([0, 2, 1], [0, 1])
+    """
+    return [m + (not f) for m, f in zip(misfits, fitting)] if any(fitting) else misfits
+
+
 def rank_prior(p_top1: float, n: int, scores: Sequence[float] = ()) -> list[float]:
     """The gate's belief over a ranked list: p_top1 on the first, the rest shared by rank (e^-rank) and, when the
     gate's order scores are given (one per tool, all finite), by how far each falls below the second
@@ -300,9 +309,9 @@ class ToolCaller:
         parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
         A question, or an order to show something, also down-weights each tool its server marks as changing something
         (MCP `readOnlyHint: false`) when a read-only one is listed beside it, and a request to record, write or remove
-        something each tool marked read-only when one that changes something is listed (`evidence.asks_change`); and a tool with room for fewer of the
-        clock times or (from two) time zones or paths the request writes than another listed tool has is weighted down
-        too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
+        something each tool marked read-only when one that changes something is listed (`evidence.asks_change`); and a
+        tool with room for fewer of the clock times or (from two) time zones or paths the request writes than another
+        listed tool has is weighted down too (`stated_kinds`, `room_for`: "If it is 14:30 in Berlin, what time is it in New York?"), as is one that runs
         no SQL of the kind the turn writes out or asks for in words when a listed one does (`evidence.runs_sql`), and
         one whose name creates what the turn asks to remove, or removes what it asks to add (`evidence.contrary`), or
         carries a word the turn says with "not" beside a listed name with its "un-" form (`evidence.negated`), or, for a
@@ -349,29 +358,23 @@ class ToolCaller:
             misfits = [m + (r < max(room)) for m, r in zip(misfits, room)]
         # a SQL statement written out goes to a listed tool that runs statements of its kind ("Run this SQL: DELETE
         # FROM notes WHERE id = 3." had called the knowledge graph's delete_relations)
-        runs = [runs_sql(tool.description, schema, sql) for tool, schema in zip(tools, schemas)] if sql else []
-        if any(runs):
-            misfits = [m + (not r) for m, r in zip(misfits, runs)]
+        if sql:
+            misfits = _prefer(misfits, [runs_sql(tool.description, schema, sql) for tool, schema in zip(tools, schemas)])
         # the turn asks a file's size, dates or metadata: a listed tool whose description names them goes before one
         # that reads what the file holds ("How big is notes.txt?" had read it; `nexus.gate.properties`)
-        asked = asked_properties(own)
-        fits = [describes_property(tool.description, asked) for tool in tools] if asked else []
-        if any(fits):
-            misfits = [m + (not f) for m, f in zip(misfits, fits)]
+        if asked := asked_properties(own):
+            misfits = _prefer(misfits, [describes_property(tool.description, asked) for tool in tools])
         # the turn introduces something by name ("Add a person named Dave …"): a listed tool that works only on existing
         # things goes behind the others (`add_observations` had been picked beside `create_entities`; `gate.novelty`)
         if introduces_new(own):
             misfits = [m + acts_on_existing(tool.description) for m, tool in zip(misfits, tools)]
         # the turn states a replacement ("Replace 'Acme' with 'Globex' in notes.txt."): a listed tool with an old / new
         # text pair goes before one without (write_file had overwritten notes.txt with "Acme"; `llm.replacements`)
-        pairs = [takes_replacement(schema) for schema in schemas] if request_replacement(own) else []
-        if any(pairs):
-            misfits = [m + (not p) for m, p in zip(misfits, pairs)]
+        if request_replacement(own):
+            misfits = _prefer(misfits, [takes_replacement(schema) for schema in schemas])
         # the turn spells a listed tool's whole name ("Show the directory tree …": `directory_tree`): the others go behind
         # (not a read-only one for a request to change something: "Make a new git branch" spells `git_branch`)
-        spelled = [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools]
-        if any(spelled):
-            misfits = [m + (not s) for m, s in zip(misfits, spelled)]
+        misfits = _prefer(misfits, [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools])
         least = min(misfits)
         if max(misfits) == least:
             return prior

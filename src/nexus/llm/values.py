@@ -354,7 +354,8 @@ def request_zones(request: str) -> list[str]:
         parts = match.group(0).split()
         # a capital that opens a sentence says nothing: "Split the bill" is no trip to Croatia (geonames' cities only
         # for words capitalised inside a sentence)
-        opens = not request[:match.start()].strip() or request[:match.start()].rstrip()[-1] in ".!?"
+        before = request[:match.start()].rstrip()
+        opens = not before or before[-1] in ".!?"
         # the longest run of capitalised words that names a zone: "New York", then "York"
         for i in range(len(parts)):
             zone = next((z for j in range(len(parts), i, -1)
