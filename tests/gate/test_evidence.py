@@ -199,7 +199,20 @@ def test_a_question_about_the_assistants_memory_leads_with_a_tool_that_keeps_it(
     # without such a tool, or for chat about a person, the gate's own NO_TOOL stands
     assert _gate(OTHERS).decide(turn).action is Action.NO_TOOL
     assert gate.decide("I love pizza.").action is Action.NO_TOOL
-    assert gate.decide("Remember that Carol is a software engineer.").action is Action.NO_TOOL  # a fact to keep: not evidence
+
+
+def test_a_fact_to_keep_about_someone_named_leads_with_a_tool_that_adds_to_the_memory():
+    """"Remember that Carol is a designer." had been NO_TOOL on the demo's registry (p_no_tool 0.998): a fact about
+    someone named, for an assistant that keeps a knowledge graph, goes to a tool that adds to it, never to one that
+    deletes; a fact about the user alone is the gate's own call, and a registry without a memory has no such tool."""
+    gate = _gate([*OTHERS, *GRAPH])
+    turn = "Remember that Carol is a software engineer."
+    d = gate.decide(turn)
+    assert d.action is Action.SHORTLIST and d.candidates[0].key == "create_entities"
+    hits = gate.slb.search(turn, k=gate.k)
+    assert {hits[i].key for i in gate._evidence_tools(TurnEvidence.of(turn), hits)} == {"create_entities"}
+    assert not TurnEvidence.of("Remember that I like tea.")
+    assert _gate(OTHERS).decide(turn).action is Action.NO_TOOL
 
 
 def test_memory_tools_join_the_candidates_when_the_lookup_found_none():

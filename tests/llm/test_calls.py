@@ -302,7 +302,7 @@ def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one(
     log = Tool("git_log", "Shows the commit logs.", {"type": "object", "properties": {
         "repo_path": {"type": "string"}, "max_count": {"type": "integer"}}, "required": ["repo_path"]}, "s")
     remote = Tool("get_commit", "Get details for a commit from a GitHub repository.", {"type": "object", "properties": {
-        "owner": {"type": "string"}, "repo": {"type": "string"}, "sha": {"type": "string"}}, "required": ["owner", "repo", "sha"]}, "s")
+        "owner": {"type": "string"}, "repo": {"type": "string"}, "branch": {"type": "string"}}, "required": ["owner", "repo", "branch"]}, "s")
     prior = _shortlist_prior([log, remote], turn, "get_commit", "git_log", '{"repo_path": "/srv/app"}')
     if weighted:
         assert prior["git_log"] > prior["get_commit"] and prior["get_commit"] == pytest.approx(0.09 / 0.19)
@@ -706,3 +706,54 @@ def test_a_stated_replacement_puts_a_tool_with_an_old_and_new_text_before_one_wi
     assert prior["write_file"] == pytest.approx(0.09 / 0.19)
     assert _shortlist_prior([_WRITE, edit], "Write 'Acme' into notes.txt.", "write_file", "edit_file")["write_file"] \
         == pytest.approx(0.9)
+
+
+_TRIPLES = {"type": "object", "properties": {"relations": {"type": "array", "items": {"type": "object", "properties": {
+    "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}},
+    "required": ["from", "to", "relationType"]}}}, "required": ["relations"]}
+_RELATE = Tool("create_relations", "Create multiple new relations between entities in the knowledge graph", _TRIPLES, "s")
+
+
+@pytest.mark.parametrize("turn, weighted", [("Remember that Carol is a software engineer.", True),
+                                            ("Note in the knowledge graph that Bob likes tennis.", True),
+                                            ("Record that Alice knows Bob.", False)])
+def test_a_tool_that_relates_two_named_things_goes_behind_when_the_request_names_fewer(turn, weighted):
+    """"Remember that Carol is a software engineer." had created a relation from Carol to a name from nowhere."""
+    prior = _shortlist_prior([_RELATE, _CREATE], turn, "create_relations", "create_entities")
+    assert prior["create_relations"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+
+
+@pytest.mark.parametrize("turn, weighted", [("Commit the staged changes with the message 'Fix typo'.", True),
+                                            ("Show me the staged changes.", False)])
+def test_a_tool_with_the_parameter_a_request_quotes_a_value_for_goes_first(turn, weighted):
+    """"Commit the staged changes with the message 'Fix typo'." had called git_diff_staged, listed above git_commit."""
+    commit = Tool("git_commit", "Records changes to the repository", {"type": "object", "properties": {
+        "message": {"type": "string"}}, "required": ["message"]}, "s")
+    staged = Tool("git_diff_staged", "Shows changes that are staged for commit", {"type": "object", "properties": {
+        "context_lines": {"type": "integer"}}}, "s")
+    prior = _shortlist_prior([staged, commit], turn, "git_diff_staged", "git_commit", '{"message": "Fix typo"}')
+    assert prior["git_diff_staged"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+
+
+@pytest.mark.parametrize("turn, weighted", [("Show me the commit history.", True), ("What was in the latest commit?", False),
+                                            ("Show commit 3f2a9c1.", False)])
+def test_a_tool_that_needs_a_commit_the_request_does_not_state_is_weighted_down(turn, weighted):
+    """"Show me the commit history." had called git_show, which needs a revision, and looped inventing one."""
+    show = Tool("git_show", "Shows the contents of a commit", {"type": "object", "properties": {
+        "revision": {"type": "string"}}, "required": ["revision"]}, "s")
+    log_ = Tool("git_log", "Shows the commit logs", {"type": "object", "properties": {
+        "max_count": {"type": "integer"}}}, "s")
+    prior = _shortlist_prior([show, log_], turn, "git_show", "git_log")
+    assert prior["git_show"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+
+
+def test_a_nested_name_field_takes_a_name_the_request_writes():
+    """"Record that Alice works at Acme as a relation." had written `to: "Alex"`: the ends take the request's names;
+    a request that writes none leaves them free."""
+    from nexus.llm.grammars import grammar_schema
+
+    items = grammar_schema(_TRIPLES, "Record that Alice works at Acme as a relation.")["properties"]["relations"]["items"]
+    assert items["properties"]["from"]["enum"] == ["Alice", "Acme"] == items["properties"]["to"]["enum"]
+    assert "enum" not in items["properties"]["relationType"]
+    free = grammar_schema(_TRIPLES, "store a relation between my two cats")["properties"]["relations"]["items"]
+    assert "enum" not in free["properties"]["from"]

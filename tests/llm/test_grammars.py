@@ -347,3 +347,14 @@ def test_the_latest_commit_is_head():
     assert grammar_schema(show, "Show me the details of the latest commit.")["properties"]["revision"]["enum"] == ["HEAD"]
     for request in ("Show commit abc1234 for me", "Show me the last 3 commits", "Show the history"):  # a hash, or not one commit
         assert "enum" not in grammar_schema(show, request)["properties"]["revision"]
+
+
+def test_a_list_of_files_takes_the_paths_the_request_writes():
+    """git_add had got ["stage_notes.txt"] and ["git_commit"] for "Stage notes.txt." (session 26); a request that
+    writes no path leaves the items free."""
+    schema = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}}, "required": ["files"]}
+    assert grammar_schema(schema, "Stage notes.txt for the next commit.")["properties"]["files"]["items"]["enum"] == ["notes.txt"]
+    assert "enum" not in grammar_schema(schema, "Stage all my changes.")["properties"]["files"]["items"]
+    many = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]}
+    assert grammar_schema(many, "Open notes.txt and repo/notes.md together.")["properties"]["paths"]["items"]["enum"] == \
+        ["notes.txt", "repo/notes.md"]

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from nexus.gate.memory import asks_memory, keeps_memory
+from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_keep, keeps_memory
 from nexus.paths import PATHS
 from nexus.signatures.compiler import split_identifier
 
@@ -289,7 +289,7 @@ _DOES = {**dict.fromkeys("remove delete erase drop purge unlink destroy".split()
          **dict.fromkeys("create add insert append new make".split(), "create"),
          **dict.fromkeys("read get show list view describe search find open".split(), "read")}
 _ASKS = {**_DOES, **dict.fromkeys("forget discard".split(), "remove"),
-         **dict.fromkeys("record note remember register store".split(), "create"),
+         **dict.fromkeys("record note remember register store stage".split(), "create"),
          **dict.fromkeys("save write put".split(), "write"),
          **dict.fromkeys("display print".split(), "read")}
 _OPENING = re.compile(r"^\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:go\s+ahead\s+and\s+)?([a-z]+)", re.I)
@@ -316,6 +316,8 @@ def contrary(request: str, name: str) -> bool:
     (True, False)
     >>> contrary("Show me notes.txt.", "read_text_file"), contrary("Show the staged changes.", "git_add")
     (False, True)
+    >>> contrary("Stage notes.txt.", "read_text_file"), contrary("Stage notes.txt.", "git_add")  # staging adds to the index
+    (True, False)
     """
     asked = _asked(request)
     if asked is None:
@@ -334,6 +336,7 @@ def _stem(word: str) -> str:
 
 
 _FILLERS = frozenset("a an the my our your its this that these those all every".split())
+_SAME = {"folder": "directory", "dir": "directory"}  # one word for one thing, on both sides ("the folder tree")
 
 
 def spells_name(request: str, name: str) -> bool:
@@ -346,9 +349,11 @@ def spells_name(request: str, name: str) -> bool:
     (False, False)
     >>> spells_name("List the tables", "list_tables"), spells_name("List all the titles in the books table.", "list_tables")
     (True, False)
+    >>> spells_name("Show me the folder tree of the workspace.", "directory_tree")  # a folder is a directory
+    True
     """
-    words = [_stem(w) for w in re.findall(r"[a-z0-9]+", (request or "").lower())]
-    parts = [_stem(w) for w in split_identifier(name).lower().split()]
+    words = [_SAME.get(w, w) for w in (_stem(w) for w in re.findall(r"[a-z0-9]+", (request or "").lower()))]
+    parts = [_SAME.get(w, w) for w in (_stem(w) for w in split_identifier(name).lower().split())]
     for start in (i for i, w in enumerate(words) if parts and w == parts[0]):
         at, pos = 1, start + 1
         while at < len(parts) and pos < len(words) and (words[pos] == parts[at] or words[pos] in _FILLERS):
@@ -391,24 +396,28 @@ def negated(request: str, names: Sequence[str]) -> list[bool]:
 @dataclass(frozen=True)
 class TurnEvidence:
     """What a turn states that a tool may take whole, read once per turn: an arithmetic expression, the kind of SQL it
-    asks for, a list of paths, a question about what the assistant keeps (`nexus.gate.memory`)."""
+    asks for, a list of paths, a question about what the assistant keeps or a fact for it to keep (`nexus.gate.memory`)."""
 
     expression: bool = False
     sql: str | None = None
     paths: bool = False
     memory: bool = False
+    keep: bool = False
 
     @classmethod
     def of(cls, turn: str) -> "TurnEvidence":
-        return cls(stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn)), asks_memory(turn))
+        return cls(stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn)), asks_memory(turn),
+                   asks_to_keep(turn))
 
     def __bool__(self) -> bool:
-        return self.expression or self.sql is not None or self.paths or self.memory
+        return self.expression or self.sql is not None or self.paths or self.memory or self.keep
 
     def joins(self, description: str, schema: Mapping[str, Any]) -> bool:
         """A tool the evidence adds to the candidates when the lookup found none like it: one that runs the SQL asked
-        for, or keeps the assistant's memory (a calculator or a many-files reader the lookup finds by itself)."""
-        return (self.sql is not None and runs_sql(description, schema, self.sql)) or (self.memory and keeps_memory(description))
+        for, or reads the assistant's memory for a question about it, or adds to it for a fact to keep (a calculator
+        or a many-files reader the lookup finds by itself)."""
+        return (self.sql is not None and runs_sql(description, schema, self.sql)) or (self.memory and keeps_memory(description)) \
+            or (self.keep and adds_to_memory(description))
 
     def fits(self, description: str, schema: Mapping[str, Any]) -> bool:
         """A tool that takes what the turn states: it leads the shortlist and overrules a NO_TOOL."""

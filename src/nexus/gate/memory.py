@@ -13,14 +13,17 @@ evaluation split has one). A tool that changes the memory is never what a questi
 it is most likely about what the graph holds, and reading the graph changes nothing. The gate had read it as chat
 (p_no_tool 0.999 on the demo's registry) and, as a short turn, with the requests before it (set 32 read notes.txt).
 
-Only questions: a request to keep a fact ("Remember that Carol is a software engineer.") was evidence too at first,
-and on the demo sets it turned three harmless NO_TOOLs into one right tool the server refused (no such entity) and two
-wrong writes (`create_relations(Carol -> "Alexandros")`, `append_insight("Carol")`): the small model cannot yet choose
-between creating an entity and adding to one, so those turns stay the gate's.
+A fact to keep about someone named ("Remember that Carol is a designer.", `asks_to_keep`) is evidence too, for the tools
+that add to the memory (`adds_to_memory`). It was left out at first: on the demo sets it turned three harmless NO_TOOLs
+into one refused call and two wrong writes (`create_relations(Carol -> "Alexandros")`), because the small model could
+not choose between creating an entity and adding to one and wrote names from nowhere. Session 26 gave the pick what it
+lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a designer" introduces Carol
+(`gate.novelty`), and a nested name field takes a name the request writes (`llm.names`); then the same turns went to
+`create_entities(Carol, designer)`.
 
 >>> [asks_memory(t) for t in ("What do you know about Alice?", "Tell me what you remember about Acme.",
-...     "What have you stored about me?", "Do you know anything about Bob?")]
-[True, True, True, True]
+...     "What have you stored about me?", "Do you know anything about Bob?", "Who do I know that works at Acme?")]
+[True, True, True, True, True]
 >>> [asks_memory(t) for t in ("Remember that Carol is a software engineer.", "I love pizza.", "Who are you?",
 ...     "Do you know a good pizza place?", "What do you know?", "Thanks, that's all.", "Who is he?", "who made you")]
 [False, False, False, False, False, False, False, False]
@@ -30,6 +33,11 @@ between creating an entity and adding to one, so those turns stay the gate's.
 (True, True)
 >>> keeps_memory("Create multiple new entities in the knowledge graph"), keeps_memory("Delete entities from the knowledge graph")
 (False, False)
+>>> [asks_to_keep(t) for t in ("Remember that Carol is a designer.", "Note down that Bob's birthday is on 12 May.",
+...     "Remember that I like tea.", "Remember to call mom.", "Record the meeting notes.", "Please note: it rained")]
+[True, True, False, False, False, False]
+>>> adds_to_memory("Create multiple new entities in the knowledge graph"), adds_to_memory("Read the entire knowledge graph")
+(True, False)
 """
 
 from __future__ import annotations
@@ -39,11 +47,18 @@ import re
 # "What do you know about Alice?", "What have you stored about me?", "Tell me what you remember about Acme"
 _RECALL = re.compile(r"\b(?:what|anything|everything)\s+(?:do|did|have)\s+you\s+(?:know|remember|recall|stored?|saved?|kept)"
                      r"\s+(?:about|on|of)\b|\bdo\s+you\s+(?:know|remember|recall)\s+anything\s+about\b|"
-                     r"\b(?:tell|show)\s+me\s+(?:what|everything)\s+you\s+(?:know|remember|recall|have\s+stored)\s+about\b",
+                     r"\b(?:tell|show)\s+me\s+(?:what|everything)\s+you\s+(?:know|remember|recall|have\s+stored)\s+about\b|"
+                     # "Who do I know that works at Acme?": the people the user knows are what the memory keeps
+                     r"\bwho\s+(?:do|did)\s+(?:i|we)\s+know\b",
                      re.I)
 # "Who is Alice?": a question about someone named, and nothing else (the registry's memory may know them)
 _WHO = re.compile(r"^\W*[Ww]ho(?:'s|\s+is|\s+was)\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}\s*[?.!]*\s*$")
 _KEEPS = re.compile(r"\bknowledge\s+graph\b|\bmemor(?:y|ies)\b", re.I)
+# "Remember that Carol is a designer.", "Note down that Bob's birthday is on 12 May": a fact about someone named, to keep
+_KEEP = re.compile(r"^\W*(?:please\s+)?(?:remember|note(?:\s+down)?|record|keep\s+in\s+mind|don'?t\s+forget|"
+                   r"make\s+a\s+note)\s+(?:that\s+)?(?P<fact>.+)$", re.I | re.S)
+_NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
+_ADDS = re.compile(r"^\W*(?:create|add|store|save|record|insert)\b", re.I)
 _CHANGES = re.compile(r"^\W*(?:delete|remove|erase|drop|purge|clear|create|add|insert|update|store|save|write|set)\b", re.I)
 
 
@@ -61,3 +76,16 @@ def keeps_memory(description: str) -> bool:
     """A tool that reads a knowledge graph or memory, by its own description; not one that opens by changing it (a
     question is never answered by a write: "Who's Bob?" had listed `create_entities` first)."""
     return bool(_KEEPS.search(description or "")) and not _CHANGES.match(description or "")
+
+
+def asks_to_keep(text: str) -> bool:
+    """Whether a turn asks the assistant to keep a fact about someone or something it names ("Remember that Carol is a
+    designer."); not a fact about the user alone ("Remember that I like tea.") nor an order with nothing named."""
+    kept = _KEEP.match(text or "")
+    return bool(kept and _NAMED.search(kept.group("fact")))
+
+
+def adds_to_memory(description: str) -> bool:
+    """A tool that adds to a knowledge graph or memory, by its own description ("Create multiple new entities in the
+    knowledge graph"); not one that reads or removes."""
+    return bool(_KEEPS.search(description or "")) and bool(_ADDS.match(description or ""))

@@ -168,3 +168,19 @@ def max_list_items(request: str) -> int:
     4
     """
     return len(_SEPARATORS.findall(request or "")) + 1
+
+
+def quoted_after(name: str, request: str) -> bool:
+    """Whether the request quotes a value right after the parameter's name ("with the message 'Fix typo'": git_commit's
+    `message`), the name's words in order, a linking word ("is", ":") allowed between.
+
+    >>> quoted_after("message", "Commit the staged changes with the message 'Fix typo'."), quoted_after("message", "Commit it")
+    (True, False)
+    >>> quoted_after("branch_name", 'Create a branch name "dev"'), quoted_after("title", "titled 'Dune'")
+    (True, False)
+    """
+    parts = words(name)
+    if not parts:
+        return False
+    said = r"\s+".join(re.escape(p) + "s?" for p in parts)
+    return bool(re.search(rf"\b{said}\b\s*(?:(?:is|was|of|=|:)\s*)?['\"‘“]", request or "", re.I))

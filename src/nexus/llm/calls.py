@@ -35,12 +35,15 @@ from nexus.gate.evidence import asked_sql, asks_change, contrary, negated, runs_
 from nexus.gate.gate import opens_as_continuation
 from nexus.gate.novelty import acts_on_existing, introduces_new
 from nexus.gate.properties import asked_properties, describes_property
+from nexus.llm.anchors import quoted_after
 from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.items import stated_items
+from nexus.llm.names import request_names
+from nexus.llm.nested import properties
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.llm.relations import stated_relation
+from nexus.llm.relations import relates, stated_relation
 from nexus.llm.replacements import request_replacement, stated_replacement, takes_replacement
 from nexus.llm.statements import stated_statements
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, request_times, request_zones, room_for,
@@ -318,7 +321,10 @@ class ToolCaller:
         turn that asks a file's size, dates or metadata, does not name them where a listed tool does (`gate.properties`),
         or works only on existing things when the turn introduces a new one by name (`gate.novelty`), or is not named
         by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`), or has no old /
-        new text pair for a replacement the turn states (`replacements.takes_replacement`).
+        new text pair for a replacement the turn states (`replacements.takes_replacement`), or lacks the parameter the
+        turn quotes a value for by name (`anchors.quoted_after`: "with the message 'Fix typo'"), or relates two named
+        things where the turn names fewer (`relations.relates`, `names.request_names`). A required revision the turn
+        states no commit for counts as an invented value (`values.unstated_required`).
         Each reason counts: a tool is weighted by UNSTATED_PRIOR once for every reason more than the best-fitting listed
         tool has (unchanged when all have as many). A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:
@@ -372,6 +378,13 @@ class ToolCaller:
         # text pair goes before one without (write_file had overwritten notes.txt with "Acme"; `llm.replacements`)
         if request_replacement(own):
             misfits = _prefer(misfits, [takes_replacement(schema) for schema in schemas])
+        # the turn quotes a value for a parameter by its name ("Commit the staged changes with the message 'Fix typo'."):
+        # a listed tool with that parameter goes before one without (git_diff_staged had been picked)
+        misfits = _prefer(misfits, [any(quoted_after(n, own) for n in properties(schema)) for schema in schemas])
+        # the turn names fewer than two things: a listed tool that relates two named things goes behind ("Remember that
+        # Carol is a software engineer." had created a relation from Carol to "Eric"; `llm.names`)
+        if len(request_names(own)) < 2:
+            misfits = [m + relates(schema) for m, schema in zip(misfits, schemas)]
         # the turn spells a listed tool's whole name ("Show the directory tree …": `directory_tree`): the others go behind
         # (not a read-only one for a request to change something: "Make a new git branch" spells `git_branch`)
         misfits = _prefer(misfits, [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools])

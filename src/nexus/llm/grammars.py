@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from nexus.gate.evidence import WRITE_VERBS, is_sql_parameter, named_table, sql_in_words
+from nexus.llm.names import name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
 log = logging.getLogger(__name__)
@@ -252,8 +253,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     only the parameters the model is to write — the required ones and those the request mentions — for a decode
     after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
-    from nexus.llm.values import (bare_count, closed_choices, is_rate_parameter, mentioned, percent_only, request_numbers,
-                                   unclaimed_counts, value_kind)
+    from nexus.llm.values import (PATH_NAME, bare_count, closed_choices, is_rate_parameter, mentioned, percent_only,
+                                   request_numbers, request_path_choices, unclaimed_counts, value_kind)
 
     out = normalise_schema(schema)
     percents = percent_only(request) if request else set()
@@ -288,6 +289,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if not isinstance(sub, dict) or "pattern" in sub:
             continue
         kind = _list_kind(sub) if request and sub.get("type") == "array" else None
+        if kind == "scalars" and sub["items"].get("type") in ("string", None) and PATH_NAME.search(name) and \
+                (paths := request_path_choices(request)):  # a list of files takes the paths the request writes
+            sub["items"]["enum"] = paths  # (git_add had got ["stage_notes.txt"] for "Stage notes.txt.")
         if kind == "choices" or (kind == "scalars" and "maxItems" not in sub):
             # at most as many items as the request separates; a list of choices holds the ones the request names,
             # one each ("English fiction section and free Wi-Fi" -> ["Fiction", "Wi-Fi"]): uncapped, the model
@@ -304,6 +308,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
             # entity after another to the cap
             if name in required:  # and has items when required: "Add a relation: Bob manages Alice." had written
                 sub.setdefault("minItems", 1)  # create_relations(relations=[]), a call that does nothing
+            if isinstance(sub.get("items"), dict):  # an entity's name, a relation's ends: names the request writes
+                name_fields(sub["items"], request_names(request))
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
             anchored = []
@@ -465,11 +471,6 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
     return anchors.anchored_ids(name, request)
 
 
-# a revision parameter, and a request about the newest commit that writes no hash: git_show had got
-# "2024-01-15T14:30:25" for "Show me the details of the latest commit." (the server refused it)
-_REVISION = re.compile(r"(?i)rev|revision|ref|commit(?:_?(?:id|hash|sha))?|sha")
-_LATEST = re.compile(r"\b(?:latest|last|most\s+recent|newest|current|head)\s+commit\b", re.I)
-_NOT_HEAD = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD~?\d*|\bcommits\b", re.I)
 
 
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
@@ -479,8 +480,9 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
     asks about the latest commit and writes no hash."""
     from nexus.llm import currencies, layouts, values
 
-    if _REVISION.fullmatch(name) and schema.get("type") in ("string", None):
-        return ["HEAD"] if _LATEST.search(request) and not _NOT_HEAD.search(request) else []
+    if values.is_revision(name, schema):  # git_show had got "2024-01-15T14:30:25" for "Show me the details of the
+        # latest commit." (the server refused it)
+        return ["HEAD"] if values.LATEST_COMMIT.search(request) and not values.NOT_HEAD.search(request) else []
     kind = values.value_kind(name, schema)
     if kind == "zone":
         return values.request_zones(request)

@@ -17,6 +17,9 @@ relation's type, where the tool takes (from, to, relation type) triples: the kno
 >>> stated_relation({"relations": [{"from": "Alice", "to": "Acme", "relationType": "knows"}]}, triple,
 ...                 "Link Alice to Acme.")  # nothing stated between them: as written
 {'relations': [{'from': 'Alice', 'to': 'Acme', 'relationType': 'knows'}]}
+>>> stated_relation({"relations": [{"from": "Bob", "to": "Bob", "relationType": "object"}]}, triple,
+...                 "Record in the knowledge graph that Bob works at Acme.")  # one thing twice: the two it names
+{'relations': [{'from': 'Bob', 'to': 'Acme', 'relationType': 'works at'}]}
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import re
 from typing import Any, Mapping
 
 from nexus.llm.directions import direction
-from nexus.llm.nested import each_object, string_fields
+from nexus.llm.names import request_names
+from nexus.llm.nested import each_object, field_schema, item_schema, properties, string_fields
 from nexus.llm.values import words
 from nexus.slb.lexical import STOPWORDS
 
@@ -61,6 +65,12 @@ def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> Ma
     ends = item.get(source), item.get(target)
     if not all(isinstance(v, str) and v.strip() for v in ends):
         return item
+    names = request_names(request)
+    if ends[0].strip().lower() == ends[1].strip().lower() and len(names) == 2:
+        # a thing related to itself, where the request names two: the two, the way round it writes them ("Record in
+        # the knowledge graph that Bob works at Acme." had written Bob -> Bob)
+        item = {**item, source: names[0], target: names[1]}
+        ends = names[0], names[1]
     said = _between(request, ends[0].strip(), ends[1].strip())
     written = item.get(kind)
     if said is None or (isinstance(written, str) and words(written) and set(words(written)) <= set(words(request))):
@@ -72,3 +82,11 @@ def stated_relation(arguments: Mapping[str, Any], schema: Mapping[str, Any], req
     """`arguments` with each (from, to, type) triple's type set to the words the request writes between its two
     names, unless the type written is in the request's own words; at the top level or in a list of triples."""
     return each_object(arguments, schema, lambda item, sub: _fix(item, sub, request))
+
+
+def relates(schema: Mapping[str, Any]) -> bool:
+    """Whether a tool takes (from, to, relation type) triples, at the top level or as a list's items."""
+    if _fields(schema) is not None:
+        return True
+    return any(_fields(items) is not None for items in (item_schema(field_schema(schema, n)) for n in properties(schema))
+               if items is not None)

@@ -615,9 +615,23 @@ def asks_to_read(request: str) -> bool:
     return bool(_QUESTION.match(request or "") or _SHOW.match(request or ""))
 
 
+# a revision parameter (git_show's `revision`), and how a request states one: a hash, HEAD, a quoted ref, or the
+# newest commit ("the latest commit" is HEAD)
+_REVISION = re.compile(r"(?i)rev|revision|ref|commit(?:_?(?:id|hash|sha))?|sha")
+LATEST_COMMIT = re.compile(r"\b(?:latest|last|most\s+recent|newest|current|head)\s+commit\b", re.I)
+NOT_HEAD = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD~?\d*|\bcommits\b", re.I)
+_STATED_REVISION = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD\b|['\"`][^'\"`]+['\"`]|\b(?:tag|branch|version|v\d)", re.I)
+
+
+def is_revision(name: str, schema: Mapping[str, Any]) -> bool:
+    """Whether a parameter takes a revision (a commit hash or ref), by its name."""
+    return bool(_REVISION.fullmatch(name)) and schema.get("type") in ("string", None)
+
+
 def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
-    """The required parameters that take a time zone, a date or a clock time when the request states none of that
-    kind: a call to this tool would have to invent them ("What time is it in Tokyo?" gives `convert_time` no `time`).
+    """The required parameters that take a time zone, a date, a clock time or a revision when the request states none
+    of that kind: a call to this tool would have to invent them ("What time is it in Tokyo?" gives `convert_time` no
+    `time`; "Show me the commit history." gives git_show no commit).
 
     >>> schema = {"type": "object", "required": ["timezone", "time"], "properties": {
     ...     "timezone": {"type": "string", "description": "IANA timezone name"},
@@ -627,6 +641,11 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
     >>> day = {"type": "object", "required": ["day"], "properties": {"day": {"type": "string", "format": "date"}}}
     >>> unstated_required(day, "book it for 05/12/2023"), unstated_required(day, "book it for tomorrow")
     ([], ['day'])
+    >>> show = {"type": "object", "required": ["revision"], "properties": {"revision": {"type": "string"}}}
+    >>> unstated_required(show, "Show me the commit history."), unstated_required(show, "What was in the latest commit?")
+    (['revision'], [])
+    >>> unstated_required(show, "Show commit 3f2a9c1"), unstated_required(show, "Show me who committed last.")
+    ([], ['revision'])
     """
     props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     out = []
@@ -641,6 +660,8 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
             missing = not request_dates(request) and not NUMERIC_DATE.search(request or "")
         elif kind == "time":
             missing = not request_times(request)
+        elif is_revision(name, sub):  # "Show me the commit history." states no commit for git_show(revision)
+            missing = not (LATEST_COMMIT.search(request or "") or _STATED_REVISION.search(request or ""))
         else:
             continue
         if missing:

@@ -1,0 +1,66 @@
+"""The names a request writes ("Record that Alice knows Bob", "Remember that Carol is a designer at Acme"), for the
+fields of a list-of-objects parameter that hold one: an entity's `name`, a relation's `from` / `to`, an observation's
+`entityName` (the knowledge-graph server's `create_entities`, `create_relations`, `add_observations`).
+
+Why: nested string fields were free, and the small model filled them with names from nowhere: "Record that Alice works
+at Acme as a relation." became `create_relations(from="Alice", to="Alex")`, "Remember that Carol is a software
+engineer." `to="Eric"`, and "Add to Alice's entry that she likes tennis." `entityName="Tennis"`. Where the request
+writes a name (a capitalised word or run of words, other than its first word and "I"), such a field takes one of them
+(`grammars.grammar_schema`); a request that writes none leaves the fields free ("store a new entity called acme").
+
+>>> request_names("Record that Alice knows Bob in the knowledge graph."), request_names("Add to Alice's entry that she likes tennis.")
+(['Alice', 'Bob'], ['Alice'])
+>>> request_names("Remember that Ada Lovelace wrote the first program. I think so."), request_names("Add a note.")
+(['Ada Lovelace'], [])
+>>> request_names("Add a relation: Bob manages Alice."), request_names("Create an entity named Globex of type company.")
+(['Bob', 'Alice'], ['Globex'])
+>>> [holds_name(n) for n in ("name", "from", "to", "entityName", "entityType", "relationType", "contents", "observations")]
+[True, True, True, True, False, False, False, False]
+"""
+
+from __future__ import annotations
+
+import re
+
+from nexus.llm.directions import direction
+from nexus.llm.values import words
+
+# a capitalised word, or a run of them ("Ada Lovelace"), with a possessive's "'s" left out
+_NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*(?:'[a-rt-z]\w*)?(?:\s+[A-Z][\w-]*(?:'[a-rt-z]\w*)?)*")
+_OPENING = re.compile(r"^\W*[\w'-]+")
+_SENTENCE = re.compile(r"(?:^|[.!?]\s+)\W*([A-Z][\w'-]*)")
+_KIND = frozenset(("type", "kind", "category", "class"))
+
+
+def request_names(request: str) -> list[str]:
+    """The names the request writes, in order, each once: capitalised words and runs of them, not a sentence's first
+    word (unless it follows a colon) nor "I"."""
+    openings = {m.start(1) for m in _SENTENCE.finditer(request or "")}
+    names: list[str] = []
+    for match in _NAME.finditer(request or ""):
+        text, start = match.group(0), match.start()
+        if start in openings:  # "Remember that ...", "I think so.": the sentence's first word is no name
+            text = text.split(None, 1)[1] if " " in text else ""
+        if text and text not in ("I",) and not text.startswith("I'") and text not in names:
+            names.append(text)
+    return names
+
+
+def holds_name(field: str) -> bool:
+    """Whether an object's field holds the name of something: `name`, `entityName`, a relation's `from` / `to`; not a
+    type or kind (`entityType`, `relationType`)."""
+    parts = set(words(field))
+    return not parts & _KIND and ("name" in parts or direction(field) is not None)
+
+
+def name_fields(items: dict, names: list[str]) -> None:
+    """Each string field of a list's object `items` that holds a name (`holds_name`) takes one of `names` (in place;
+    nothing when the request writes none, or the field already lists its values)."""
+    props = items.get("properties") if isinstance(items, dict) else None
+    if not names or not isinstance(props, dict):
+        return
+    for field, sub in props.items():
+        if isinstance(sub, dict) and sub.get("type") in ("string", None) and "enum" not in sub and holds_name(field):
+            sub["enum"] = list(names)
+            sub.pop("pattern", None)
+            sub.pop("format", None)
