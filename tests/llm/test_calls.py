@@ -435,7 +435,7 @@ _MOVE = Tool("move_file", "Move or rename files and directories.", {"type": "obj
 
 
 @pytest.mark.parametrize("tools, turn, weighted", [
-    ((_ADD, _FILE_INFO), "Stage README.md.", None),  # a list of files is a place for a path
+    ((_ADD, _FILE_INFO), "Commit README.md.", None),  # a list of files is a place for a path
     ((_READ_ONE, _READ_MANY), "Open notes.txt and repo/notes.md at the same time.", "read_file"),
     ((_READ_ONE, _READ_MANY), "Open notes.txt.", None),
     ((_MOVE, _READ_ONE), "Rename notes.txt to old_notes.txt.", "read_file")])  # move_file: room for both
@@ -744,7 +744,10 @@ def test_a_tool_that_needs_a_commit_the_request_does_not_state_is_weighted_down(
     log_ = Tool("git_log", "Shows the commit logs", {"type": "object", "properties": {
         "max_count": {"type": "integer"}}}, "s")
     prior = _shortlist_prior([show, log_], turn, "git_show", "git_log")
-    assert prior["git_show"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+    if weighted:
+        assert prior["git_show"] == pytest.approx(0.09 / 0.19)
+    else:  # a commit stated: git_show takes it, and git_log, with no room for it, goes behind
+        assert prior["git_show"] >= 0.9
 
 
 def test_a_nested_name_field_takes_a_name_the_request_writes():
@@ -757,3 +760,18 @@ def test_a_nested_name_field_takes_a_name_the_request_writes():
     assert "enum" not in items["properties"]["relationType"]
     free = grammar_schema(_TRIPLES, "store a relation between my two cats")["properties"]["relations"]["items"]
     assert "enum" not in free["properties"]["from"]
+
+
+@pytest.mark.parametrize("turn, weighted", [("What changed in the last commit?", True), ("Show commit 3f2a9c1.", True),
+                                            ("What have I changed since my last commit?", False)])
+def test_a_tool_that_takes_no_commit_goes_behind_one_that_does_when_the_request_states_one(turn, weighted):
+    """"What changed in the last commit?" had called git_diff_staged, listed above git_show."""
+    staged = Tool("git_diff_staged", "Shows changes that are staged for commit", {"type": "object", "properties": {
+        "context_lines": {"type": "integer"}}}, "s")
+    show = Tool("git_show", "Shows the contents of a commit", {"type": "object", "properties": {
+        "revision": {"type": "string"}}, "required": ["revision"]}, "s")
+    prior = _shortlist_prior([staged, show], turn, "git_diff_staged", "git_show", '{"revision": "HEAD"}')
+    if weighted:
+        assert prior["git_diff_staged"] == pytest.approx(0.09 / 0.19)
+    else:  # no commit stated: git_show would invent one, so it is git_show that goes behind
+        assert prior["git_diff_staged"] > 0.9

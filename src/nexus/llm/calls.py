@@ -358,7 +358,7 @@ class ToolCaller:
             # "And in Lisbon?" after "What time is it in Vancouver?": a value the follow-up states replaces the one
             # before it, so that kind is counted in the follow-up alone (two zones had made it a conversion)
             written = {"zone": request_zones(own), "time": request_times(own), "path": written_paths(own)}
-            kinds = {kind: n for kind, n in kinds.items() if not written[kind]} | stated_kinds(own)
+            kinds = {kind: n for kind, n in kinds.items() if not written.get(kind)} | stated_kinds(own)
         for kind, n in kinds.items():
             room = [min(room_for(schema, kind, tool.description), n) for tool, schema in zip(tools, schemas)]
             misfits = [m + (r < max(room)) for m, r in zip(misfits, room)]

@@ -661,7 +661,7 @@ def unstated_required(schema: Mapping[str, Any], request: str) -> list[str]:
         elif kind == "time":
             missing = not request_times(request)
         elif is_revision(name, sub):  # "Show me the commit history." states no commit for git_show(revision)
-            missing = not (LATEST_COMMIT.search(request or "") or _STATED_REVISION.search(request or ""))
+            missing = not (stated_commit(request or "") or _STATED_REVISION.search(request or ""))
         else:
             continue
         if missing:
@@ -679,11 +679,26 @@ def stated_kinds(request: str) -> dict[str, int]:
     ({'time': 1, 'zone': 2}, {})
     >>> stated_kinds("Open notes.txt and repo/notes.md at once."), stated_kinds("Read notes.txt.")
     ({'path': 2}, {})
+    >>> stated_kinds("What changed in the last commit?"), stated_kinds("What have I changed since my last commit?")
+    ({'revision': 1}, {})
     """
     zones = len(set(request_zones(request)))
     paths = len(set(written_paths(request)))
-    kinds = {"time": len(request_times(request)), "zone": zones if zones >= 2 else 0, "path": paths if paths >= 2 else 0}
+    kinds = {"time": len(request_times(request)), "zone": zones if zones >= 2 else 0, "path": paths if paths >= 2 else 0,
+             "revision": int(stated_commit(request))}
     return {kind: n for kind, n in kinds.items() if n}
+
+
+_HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+_SINCE = re.compile(r"\bsince\s+(?:the\s+|my\s+|our\s+)?$", re.I)
+
+
+def stated_commit(request: str) -> bool:
+    """Whether the request states one commit: a hash, or the newest commit ("What changed in the last commit?"), not
+    as where changes start ("since my last commit" asks about the working tree)."""
+    if _HASH.search(request or ""):
+        return True
+    return any(not _SINCE.search(request[:m.start()]) for m in LATEST_COMMIT.finditer(request or ""))
 
 
 def room_for(schema: Mapping[str, Any], kind: str, description: str = "") -> int:
@@ -701,6 +716,8 @@ def room_for(schema: Mapping[str, Any], kind: str, description: str = "") -> int
     (2, 0)
     """
     props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    if kind == "revision":
+        return sum(is_revision(name, sub) for name, sub in props.items() if isinstance(sub, Mapping))
     if kind == "path":
         return sum(_path_room(name, sub, description) for name, sub in props.items() if isinstance(sub, Mapping))
     return sum(held(name, sub, kind) for name, sub in props.items() if isinstance(sub, Mapping))
