@@ -252,3 +252,13 @@ def test_a_yes_no_question_is_led_by_the_status_tool_of_its_servers_first_candid
     # one source says nothing about domains (a BFCL file): the lookup's order stands
     one = _shortlisting_gate({"all": [*GIT, *OTHERS]})
     assert "git_status" not in {h.key for h in one.decide(turn).candidates}
+
+
+def test_something_named_to_forget_leads_with_a_tool_that_removes_from_the_memory():
+    """"Forget everything about Bob." had been NO_TOOL on the demo's registry (p_no_tool 0.998, held-out set 36)."""
+    gate = _gate([*OTHERS, *GRAPH])
+    turn = "Forget everything about Bob."
+    d = gate.decide(turn)
+    assert d.action is Action.SHORTLIST and d.candidates[0].key == "delete_entities"
+    assert not TurnEvidence.of("Forget about the meeting.") and not TurnEvidence.of("Forget it.")
+    assert _gate(OTHERS).decide(turn).action is Action.NO_TOOL

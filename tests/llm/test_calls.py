@@ -651,8 +651,9 @@ def test_a_tool_for_existing_things_is_weighted_down_when_the_request_introduces
 
 
 def test_each_reason_a_tool_does_not_fit_weighs_it_down_once_more():
-    """A reader that takes nothing, for a request that writes and names what to write, has two reasons against it; a
-    reader that takes a query has one; the creator none: 0.1 and 0.01 of their shares."""
+    """A reader that takes nothing, for a request that writes and names what to write, has three reasons against it (it
+    takes nothing, its name reads, it adds nothing to the graph); a reader that takes a query has two; the creator none:
+    0.01 and 0.001 of their shares."""
     read_graph = Tool("read_graph", "Read the entire knowledge graph", {"type": "object", "properties": {}}, "s")
     search = Tool("search_nodes", "Search for nodes in the knowledge graph", {"type": "object", "properties": {
         "query": {"type": "string"}}, "required": ["query"]}, "s")
@@ -664,15 +665,15 @@ def test_each_reason_a_tool_does_not_fit_weighs_it_down_once_more():
     prior = dict(zip(backend.calls[0][2], backend.priors[0]))
     ranked = dict(zip(("read_graph", "search_nodes", "create_entities"), rank_prior(0.9, 3)))
     share = {k: prior[k] / prior["create_entities"] / (ranked[k] / ranked["create_entities"]) for k in ranked}
-    assert share["search_nodes"] == pytest.approx(0.1) and share["read_graph"] == pytest.approx(0.01)
+    assert share["search_nodes"] == pytest.approx(0.01) and share["read_graph"] == pytest.approx(0.001)
 
 
 @pytest.mark.parametrize("turn, reasons", [("Note in my knowledge graph that Acme is based in Denver.", 2),
                                            ("Search my knowledge graph for Acme.", 0)])
 def test_a_request_to_record_something_weighs_down_a_tool_its_server_marks_read_only(turn, reasons):
     """"Note in my knowledge graph that Acme is based in Denver." had called search_nodes (held-out set 32): its name
-    reads (`contrary`) and its server marks it read-only, two reasons against it, while add_observations changes the
-    graph. Without annotations only the name's reason is left."""
+    reads (`contrary`), its server marks it read-only and it adds nothing for a fact to keep, three reasons against it,
+    while add_observations changes the graph. Without annotations the name's and the fact's reasons are left."""
     search = Tool("search_nodes", "Search for nodes in the knowledge graph", {"type": "object", "properties": {
         "query": {"type": "string"}}, "required": ["query"]}, "s", annotations={"readOnlyHint": True})
     add = Tool("add_observations", "Add new observations to entities in the knowledge graph", _ENTITY, "s",
@@ -681,8 +682,8 @@ def test_a_request_to_record_something_weighs_down_a_tool_its_server_marks_read_
     plain = _shortlist_prior([Tool(t.name, t.description, t.input_schema, "s") for t in (search, add)], turn,
                              "search_nodes", "add_observations")
     if reasons:
-        assert prior["search_nodes"] == pytest.approx(0.009 / 0.109)
-        assert plain["search_nodes"] == pytest.approx(0.09 / 0.19)
+        assert prior["search_nodes"] == pytest.approx(0.0009 / 0.1009)
+        assert plain["search_nodes"] == pytest.approx(0.009 / 0.109)
     else:  # a search asked for: it is add_observations that does not fit (it adds, and it changes the graph)
         assert prior["search_nodes"] > 0.9 and plain["search_nodes"] > 0.9
 

@@ -358,3 +358,13 @@ def test_a_list_of_files_takes_the_paths_the_request_writes():
     many = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]}
     assert grammar_schema(many, "Open notes.txt and repo/notes.md together.")["properties"]["paths"]["items"]["enum"] == \
         ["notes.txt", "repo/notes.md"]
+
+
+def test_a_folder_listing_with_no_folder_stated_starts_at_the_servers_root():
+    """"What files do I have?" had listed "/home/ann/notes/todo.txt", a path from the prompt's examples (set 36); a
+    reader keeps a free path, and a stated folder is taken as stated."""
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    listing = "Get a detailed listing of all files and directories in a specified path"
+    assert grammar_schema(schema, "What files do I have?", description=listing)["properties"]["path"]["enum"] == ["."]
+    assert "enum" not in grammar_schema(schema, "Read my notes", description="Read the complete contents of a file")["properties"]["path"]
+    assert grammar_schema(schema, "What files are in /srv/x?", description=listing)["properties"]["path"]["enum"] == ["/srv/x"]

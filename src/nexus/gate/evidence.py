@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_keep, keeps_memory
+from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_forget, asks_to_keep, keeps_memory, removes_from_memory
 from nexus.paths import PATHS
 from nexus.signatures.compiler import split_identifier
 
@@ -396,28 +396,30 @@ def negated(request: str, names: Sequence[str]) -> list[bool]:
 @dataclass(frozen=True)
 class TurnEvidence:
     """What a turn states that a tool may take whole, read once per turn: an arithmetic expression, the kind of SQL it
-    asks for, a list of paths, a question about what the assistant keeps or a fact for it to keep (`nexus.gate.memory`)."""
+    asks for, a list of paths, a question about what the assistant keeps, a fact for it to keep or something named for
+    it to forget (`nexus.gate.memory`)."""
 
     expression: bool = False
     sql: str | None = None
     paths: bool = False
     memory: bool = False
     keep: bool = False
+    forget: bool = False
 
     @classmethod
     def of(cls, turn: str) -> "TurnEvidence":
         return cls(stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn)), asks_memory(turn),
-                   asks_to_keep(turn))
+                   asks_to_keep(turn), asks_to_forget(turn))
 
     def __bool__(self) -> bool:
-        return self.expression or self.sql is not None or self.paths or self.memory or self.keep
+        return self.expression or self.sql is not None or self.paths or self.memory or self.keep or self.forget
 
     def joins(self, description: str, schema: Mapping[str, Any]) -> bool:
         """A tool the evidence adds to the candidates when the lookup found none like it: one that runs the SQL asked
         for, or reads the assistant's memory for a question about it, or adds to it for a fact to keep (a calculator
         or a many-files reader the lookup finds by itself)."""
         return (self.sql is not None and runs_sql(description, schema, self.sql)) or (self.memory and keeps_memory(description)) \
-            or (self.keep and adds_to_memory(description))
+            or (self.keep and adds_to_memory(description)) or (self.forget and removes_from_memory(description))
 
     def fits(self, description: str, schema: Mapping[str, Any]) -> bool:
         """A tool that takes what the turn states: it leads the shortlist and overrules a NO_TOOL."""

@@ -69,7 +69,9 @@ _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|thi
                           r"|\b(\w+)\s+that\s+(?=(?-i:[A-Z])[\w'-]*\s+(?:is|are|was|were|has|had|will|can|does|did|"
                           r"\w+(?<!s)s)\b"
                           # "Add to Alice's entry that she likes tennis": a subject pronoun after "that" opens a clause
-                          r"|(?:he|she|they|we|i|you)\s+\w+\b)", re.I)
+                          r"|(?:he|she|they|we|i|you)\s+\w+\b"
+                          # "What did I change that isn't staged yet?": a verb right after "that" makes it a relative
+                          r"|(?:is|isn't|was|wasn't|are|aren't|were|weren't|has|hasn't|have|haven't|had|hadn't)\s+\w+)", re.I)
 # acknowledgements, also as "that's perfect": a turn of its own, or the lead of a sign-off ("That's perfect, thank you!"
 # had read its "that" as a reference back and called the previous turn's tool)
 # (also "That was really helpful, cheers!", whose "that" had borrowed the knowledge-graph request before it)
@@ -324,7 +326,7 @@ class BoundaryGate:
         keep the assistant's memory), best first, when none of the SLB's candidates is one: "List all the titles in the
         books table." had no `read_query` among its ten (the embedder reads "titles" and "SELECT query" as unrelated),
         so its evidence had nothing to put first."""
-        if evidence.sql is None and not (evidence.memory or evidence.keep):
+        if evidence.sql is None and not (evidence.memory or evidence.keep or evidence.forget):
             return []
         registry = self.registry
         wanted = [k for k in registry.keys() if evidence.joins(registry.get(k).description, registry.get(k).input_schema)]

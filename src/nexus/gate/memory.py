@@ -38,6 +38,10 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 [True, True, False, False, False, False]
 >>> adds_to_memory("Create multiple new entities in the knowledge graph"), adds_to_memory("Read the entire knowledge graph")
 (True, False)
+>>> [asks_to_forget(t) for t in ("Forget everything about Bob.", "Please forget Acme", "Forget it.", "Forget about the meeting")]
+[True, True, False, False]
+>>> removes_from_memory("Delete multiple entities from the knowledge graph"), removes_from_memory("Delete a file")
+(True, False)
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ _KEEPS = re.compile(r"\bknowledge\s+graph\b|\bmemor(?:y|ies)\b", re.I)
 _KEEP = re.compile(r"^\W*(?:please\s+)?(?:remember|note(?:\s+down)?|record|keep\s+in\s+mind|don'?t\s+forget|"
                    r"make\s+a\s+note)\s+(?:that\s+)?(?P<fact>.+)$", re.I | re.S)
 _NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
+# "Forget everything about Bob.", "Please forget Acme": something named, to be removed from what is kept
+_FORGET = re.compile(r"^\W*(?:please\s+)?forget\s+(?:all\s+|everything\s+)?(?:(?:you\s+know\s+)?about\s+)?(?P<what>.+)$", re.I | re.S)
+_REMOVES = re.compile(r"^\W*(?:delete|remove|erase)\b", re.I)
 _ADDS = re.compile(r"^\W*(?:create|add|store|save|record|insert)\b", re.I)
 _CHANGES = re.compile(r"^\W*(?:delete|remove|erase|drop|purge|clear|create|add|insert|update|store|save|write|set)\b", re.I)
 
@@ -89,3 +96,15 @@ def adds_to_memory(description: str) -> bool:
     """A tool that adds to a knowledge graph or memory, by its own description ("Create multiple new entities in the
     knowledge graph"); not one that reads or removes."""
     return bool(_KEEPS.search(description or "")) and bool(_ADDS.match(description or ""))
+
+
+def asks_to_forget(text: str) -> bool:
+    """Whether a turn asks the assistant to forget something it names ("Forget everything about Bob.")."""
+    forgot = _FORGET.match(text or "")
+    return bool(forgot and _NAMED.match(forgot.group("what").strip()))
+
+
+def removes_from_memory(description: str) -> bool:
+    """A tool that removes from a knowledge graph or memory, by its own description ("Delete multiple entities and
+    their associated relations from the knowledge graph")."""
+    return bool(_KEEPS.search(description or "")) and bool(_REMOVES.match(description or ""))

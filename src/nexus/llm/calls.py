@@ -33,6 +33,7 @@ from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
 from nexus.gate.evidence import asked_sql, asks_change, contrary, negated, runs_sql, spells_name
 from nexus.gate.gate import opens_as_continuation
+from nexus.gate.memory import adds_to_memory, asks_to_keep
 from nexus.gate.novelty import acts_on_existing, introduces_new
 from nexus.gate.properties import asked_properties, describes_property
 from nexus.llm.anchors import quoted_after
@@ -322,7 +323,8 @@ class ToolCaller:
         or works only on existing things when the turn introduces a new one by name (`gate.novelty`), or is not named
         by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`), or has no old /
         new text pair for a replacement the turn states (`replacements.takes_replacement`), or lacks the parameter the
-        turn quotes a value for by name (`anchors.quoted_after`: "with the message 'Fix typo'"), or relates two named
+        turn quotes a value for by name (`anchors.quoted_after`: "with the message 'Fix typo'"), or adds nothing to a
+        memory for a fact the turn asks kept (`gate.memory.asks_to_keep`), or relates two named
         things where the turn names fewer (`relations.relates`, `names.request_names`). A required revision the turn
         states no commit for counts as an invented value (`values.unstated_required`).
         Each reason counts: a tool is weighted by UNSTATED_PRIOR once for every reason more than the best-fitting listed
@@ -381,6 +383,10 @@ class ToolCaller:
         # the turn quotes a value for a parameter by its name ("Commit the staged changes with the message 'Fix typo'."):
         # a listed tool with that parameter goes before one without (git_diff_staged had been picked)
         misfits = _prefer(misfits, [any(quoted_after(n, own) for n in properties(schema)) for schema in schemas])
+        # the turn asks to keep a fact about someone named ("Remember that Dave is my dentist."): a listed tool that adds to
+        # a knowledge graph or memory goes before one that does not (`append_insight`, a note tool, had been picked)
+        if asks_to_keep(own):
+            misfits = _prefer(misfits, [adds_to_memory(tool.description) for tool in tools])
         # the turn names fewer than two things: a listed tool that relates two named things goes behind ("Remember that
         # Carol is a software engineer." had created a relation from Carol to "Eric"; `llm.names`)
         if len(request_names(own)) < 2:
