@@ -69,9 +69,7 @@ _THAT_CLAUSE = re.compile(r"\b(remember|note|know|say|said|tell \w+|told \w+|thi
                           r"|\b(\w+)\s+that\s+(?=(?-i:[A-Z])[\w'-]*\s+(?:is|are|was|were|has|had|will|can|does|did|"
                           r"\w+(?<!s)s)\b"
                           # "Add to Alice's entry that she likes tennis": a subject pronoun after "that" opens a clause
-                          r"|(?:he|she|they|we|i|you)\s+\w+\b"
-                          # "What did I change that isn't staged yet?": a verb right after "that" makes it a relative
-                          r"|(?:is|isn't|was|wasn't|are|aren't|were|weren't|has|hasn't|have|haven't|had|hadn't)\s+\w+)", re.I)
+                          r"|(?:he|she|they|we|i|you)\s+\w+\b)", re.I)
 # acknowledgements, also as "that's perfect": a turn of its own, or the lead of a sign-off ("That's perfect, thank you!"
 # had read its "that" as a reference back and called the previous turn's tool)
 # (also "That was really helpful, cheers!", whose "that" had borrowed the knowledge-graph request before it)

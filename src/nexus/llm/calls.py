@@ -355,7 +355,10 @@ class ToolCaller:
         # the request writes more clock times, zones or paths than this tool has room for, and a listed tool has more:
         # "If it is 14:30 in Berlin, what time is it in New York?" had called get_current_time(Berlin), dropping the
         # rest; "Open notes.txt and repo/notes.md at the same time." read_file(notes.txt) beside read_multiple_files
-        kinds = stated_kinds(turn)
+        # a commit is the turn's own: one an earlier request named is no commit this turn asks about ("What did I change
+        # that isn't staged yet?" had taken "the most recent commit" from two turns before and called git_show)
+        kinds = {kind: n for kind, n in stated_kinds(turn).items() if kind != "revision"} | \
+            {kind: n for kind, n in stated_kinds(own).items() if kind == "revision"}
         if history and opens_as_continuation(own):
             # "And in Lisbon?" after "What time is it in Vancouver?": a value the follow-up states replaces the one
             # before it, so that kind is counted in the follow-up alone (two zones had made it a conversion)
