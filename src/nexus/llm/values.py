@@ -1120,6 +1120,32 @@ def _repeats(value: Any, given: set[str], request: str) -> bool:
     return not (isinstance(value, str | int | float) and twice)
 
 
+def _one_owner(arguments: dict[str, Any], required: set[str], request: str) -> dict[str, Any]:
+    """Of optional parameters that hold the same string, which the request writes once, the one whose name the request
+    writes right before it keeps it, when exactly one is: "songs from the album 'Halcyon'" had also filled `artist` with
+    "Halcyon".
+
+    >>> _one_owner({"album": "Halcyon", "artist": "Halcyon", "year": "2012"}, set(), "songs from the album 'Halcyon' of 2012")
+    {'album': 'Halcyon', 'year': '2012'}
+    >>> _one_owner({"start": "Paris", "end": "Paris"}, set(), "a round trip from Paris")  # named beside neither: kept
+    {'start': 'Paris', 'end': 'Paris'}
+    """
+    groups: dict[str, list[str]] = {}
+    for name, value in arguments.items():
+        if name not in required and isinstance(value, str) and value.strip():
+            groups.setdefault(value.strip().lower(), []).append(name)
+    drop: set[str] = set()
+    for value, names in groups.items():
+        found = list(re.finditer(rf"(?<![\w]){re.escape(value)}(?![\w])", request or "", re.I))
+        if len(names) < 2 or len(found) != 1:
+            continue
+        before = set(words(request[max(0, found[0].start() - 24):found[0].start()]))
+        owners = [n for n in names if any(len(w) >= 3 and any(b.startswith(w[:5]) for b in before) for w in words(n))]
+        if len(owners) == 1:
+            drop |= set(names) - set(owners)
+    return {n: v for n, v in arguments.items() if n not in drop}
+
+
 def _inside_given(value: Any, given: set[str], request: str) -> bool:
     """Whether an optional string the request writes only as a piece of a longer word that a required value holds:
     "Create a new branch called feature-x." had filled base_branch with "x" beside branch_name "feature-x" (the
@@ -1306,6 +1332,8 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
         given = {_said(v) for n, v in out.items() if n in required} - {None}
         out = {n: v for n, v in out.items() if n in required or not (_repeats(v, given, request)
                                                                      or _inside_given(v, given, request))}
+    if drop_unstated:  # and of two optional ones that hold it, the one the request names beside it
+        out = _one_owner(out, required, request)
     if drop_unstated:  # a flag the request names is set from the request, also when the model left it out
         for name, sub in props.items():
             flag = flag_in_request(name, sub, request) if isinstance(sub, Mapping) else None
