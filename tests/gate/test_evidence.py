@@ -262,3 +262,16 @@ def test_something_named_to_forget_leads_with_a_tool_that_removes_from_the_memor
     assert d.action is Action.SHORTLIST and d.candidates[0].key == "delete_entities"
     assert not TurnEvidence.of("Forget about the meeting.") and not TurnEvidence.of("Forget it.")
     assert _gate(OTHERS).decide(turn).action is Action.NO_TOOL
+
+
+def test_a_fact_to_keep_lists_every_tool_that_adds_to_the_memory():
+    """"Remember that Frank is a plumber." had listed create_relations alone of the graph's writers (held-out set 38)."""
+    graph = [*GRAPH, _graph_tool("create_relations", "Create multiple new relations between entities in the knowledge graph"),
+             _graph_tool("add_observations", "Add new observations to existing entities in the knowledge graph")]
+    gate = _gate([*OTHERS, *graph])
+    turn = "Remember that Frank is a plumber."
+    only = gate.slb.hits_for(turn, ["create_relations", "get_time"])
+    added = {h.key for h in gate._evidence_runners(TurnEvidence.of(turn), turn, only)}
+    assert added == {"create_entities", "add_observations"}
+    question = "Tell me what you remember about Acme."  # a question: one reader listed is enough, as before
+    assert gate._evidence_runners(TurnEvidence.of(question), question, gate.slb.hits_for(question, ["open_nodes"])) == []

@@ -66,12 +66,15 @@ def test_the_request_itself_is_no_files_content():
 def test_content_pieced_together_from_the_request_is_held_back():
     """"In notes.txt, replace the word milk with bread." had overwritten notes.txt with "milk bread": both words are
     the request's, but it never writes them together."""
-    request = "In notes.txt, replace the word milk with bread."
+    request = "Write milk into notes.txt, then bread into todo.txt."
     why = unstated_change(WRITE, {"path": "notes.txt", "content": "milk bread"}, request)
     assert why and "does not write together" in why
-    assert unstated_change(WRITE, {"path": "notes.txt", "content": "bread"}, request) is None  # one word: a run of one
+    assert unstated_change(WRITE, {"path": "todo.txt", "content": "bread"}, request) is None  # one word: a run of one
+    # the request of the docstring states a replacement: no write over the whole file runs for it (session 26)
+    replace = "In notes.txt, replace the word milk with bread."
+    assert unstated_change(WRITE, {"path": "notes.txt", "content": "bread"}, replace)
     edits = {"path": "notes.txt", "edits": [{"oldText": "milk", "newText": "bread"}]}
-    assert unstated_change(EDIT, edits, request) is None
+    assert unstated_change(EDIT, edits, replace) is None
     assert unstated_change(WRITE, {"path": "a.txt", "content": "meeting at 5pm!"},
                            "Write 'Meeting at 5pm' into a.txt") is None  # case and punctuation aside
 
@@ -145,3 +148,29 @@ def test_a_sql_write_runs_only_with_the_values_the_request_states():
     read = Tool("read_query", "Execute a SELECT query on the SQLite database", {"type": "object", "properties": {
         "query": {"type": "string", "description": "SELECT SQL query to execute"}}, "required": ["query"]}, "sqlite")
     assert unstated_change(read, {"query": "SELECT * FROM notes WHERE id = 99"}, "Show me my notes.") is None
+
+
+def test_a_replacement_is_never_written_over_the_whole_file():
+    """"In notes.txt, replace 'Acme' with 'Initech'." had called write_file(notes.txt, "Initech") and overwritten the
+    file (held-out set 38): a destructive tool without an old / new pair is held back for a stated replacement."""
+    why = unstated_change(WRITE, {"path": "notes.txt", "content": "Initech"}, "In notes.txt, replace 'Acme' with 'Initech'.")
+    assert why and "replace" in why
+    edits = {"path": "notes.txt", "edits": [{"oldText": "Acme", "newText": "Initech"}]}
+    assert unstated_change(EDIT, edits, "In notes.txt, replace 'Acme' with 'Initech'.") is None
+
+
+def test_a_relation_of_a_thing_to_itself_is_held_back_and_the_model_picks_again():
+    """"Remember that Frank is a plumber." had called create_relations(Frank -> Frank) (held-out set 38)."""
+    relate = Tool("create_relations", "Create relations in the knowledge graph", UNLINK.input_schema, "memory")
+    create = Tool("create_entities", "Create entities in the knowledge graph", {"type": "object", "properties": {
+        "entities": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+        "required": ["entities"]}, "memory")
+    reg = Registry()
+    reg.set_source("memory", [relate, create])
+    backend = ScriptedBackend(arguments=['{"relations": [{"from": "Frank", "to": "Frank", "relationType": "friend"}]}',
+                                         '{"entities": [{"name": "Frank"}]}'],
+                              choices=["create_relations", "create_entities"])
+    turn = "Remember that Frank is a plumber."
+    decision = Decision(Action.SHORTLIST, (Hit("create_relations", 0.9, 0.5, 0.0), Hit("create_entities", 0.8, 0.5, 0.0)), p_top1=0.9)
+    call = ToolCaller(backend, reg).call(turn, decision)
+    assert call.tool == "create_entities" and any("to itself" in e for e in call.errors)

@@ -328,7 +328,12 @@ class BoundaryGate:
             return []
         registry = self.registry
         wanted = [k for k in registry.keys() if evidence.joins(registry.get(k).description, registry.get(k).input_schema)]
-        if not wanted or any(h.key in wanted for h in hits):
+        listed = {h.key for h in hits}
+        if evidence.keep or evidence.forget:  # a fact to keep or forget: every tool that adds (removes) is a choice
+            # ("Remember that Frank is a plumber." had listed create_relations alone, and the model related Frank to Frank)
+            missing = [k for k in wanted if k not in listed]
+            return sorted(self.slb.hits_for(text, missing), key=lambda h: -h.score)[:EVIDENCE_RUNNERS] if missing else []
+        if not wanted or any(k in listed for k in wanted):
             return []
         return sorted(self.slb.hits_for(text, wanted), key=lambda h: -h.score)[:EVIDENCE_RUNNERS]
 

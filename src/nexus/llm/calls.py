@@ -44,7 +44,7 @@ from nexus.llm.items import stated_items
 from nexus.llm.names import request_names
 from nexus.llm.nested import properties
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
-from nexus.llm.relations import relates, stated_relation
+from nexus.llm.relations import relates, self_related, stated_relation
 from nexus.llm.replacements import request_replacement, stated_replacement, takes_replacement
 from nexus.llm.statements import stated_statements
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, request_times, request_zones, room_for,
@@ -238,7 +238,8 @@ class ToolCaller:
     def call(self, turn: str, decision: Decision, history: Sequence[Exchange] = (),
              fallback_order: Callable[[], Sequence[str]] | None = None) -> ToolCall:
         """Run the path the decision names; see the module docstring for repair and fallback. A call that may destroy
-        data and writes a value the request does not state is held back (`destructive.unstated_change`): the model
+        data and writes a value the request does not state, or asks to replace text and cannot, is held back
+        (`destructive.unstated_change`), as is one that relates a thing to itself (`relations.self_related`): the model
         picks once more among the decision's other candidates, and when that call cannot run either, none is made."""
         result = self._call(turn, decision, history, fallback_order)
         held = self._held_back(result, turn, history)
@@ -250,7 +251,11 @@ class ToolCaller:
     def _held_back(self, call: ToolCall, turn: str, history: Sequence[Exchange]) -> str | None:
         if not self.normalise or call.tool is None or not call.valid:
             return None
-        return unstated_change(self.registry.get(call.tool), call.arguments, self._request(turn, history))
+        tool = self.registry.get(call.tool)
+        itself = self_related(call.arguments or {}, tool.input_schema)
+        if itself is not None:  # a write no request asks for: the model picks again without this tool
+            return f"{call.tool} would relate {itself!r} to itself"
+        return unstated_change(tool, call.arguments, self._request(turn, history))
 
     def _second_pick(self, turn: str, decision: Decision, history: Sequence[Exchange], first: ToolCall,
                      held: str) -> ToolCall:

@@ -34,6 +34,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from nexus.gate.evidence import is_sql_parameter, runs_sql
+from nexus.llm.replacements import request_replacement, takes_replacement
 from nexus.llm.values import request_paths, stated, unstated_literals, words, words_said
 from nexus.registry import Tool
 
@@ -83,6 +84,9 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
         return None
     if not tool.destructive:
         return _unstated_sql(tool, arguments, request)
+    if request_replacement(request) and not takes_replacement(tool.input_schema):
+        # "In notes.txt, replace 'Acme' with 'Initech'." had called write_file(notes.txt, "Initech"), overwriting the file
+        return f"{tool.name} may destroy data (its server says so) and the request asks to replace text, which it cannot"
     paths = set(request_paths(request))
     for name, value, schema in written_values(arguments, tool.input_schema):
         if isinstance(value, str) and _CONTENT.search(name) and value.strip() in paths:

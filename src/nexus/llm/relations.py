@@ -90,3 +90,28 @@ def relates(schema: Mapping[str, Any]) -> bool:
         return True
     return any(_fields(items) is not None for items in (item_schema(field_schema(schema, n)) for n in properties(schema))
                if items is not None)
+
+
+def self_related(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """The name a (from, to, type) triple of the call relates to itself, if one does ("Remember that Frank is a
+    plumber." had called `create_relations(Frank -> Frank, "friend")`): a write no request asks for.
+
+    >>> triple = {"type": "object", "properties": {"relations": {"type": "array", "items": {"type": "object", "properties": {
+    ...     "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}}}}}}
+    >>> self_related({"relations": [{"from": "Frank", "to": "frank", "relationType": "friend"}]}, triple)
+    'Frank'
+    >>> self_related({"relations": [{"from": "Alice", "to": "Bob", "relationType": "knows"}]}, triple) is None
+    True
+    """
+    found: list[str] = []
+
+    def check(item: Mapping[str, Any], sub: Mapping[str, Any]) -> Mapping[str, Any]:
+        fields = _fields(sub)
+        if fields is not None:
+            ends = item.get(fields[0]), item.get(fields[1])
+            if all(isinstance(v, str) and v.strip() for v in ends) and ends[0].strip().lower() == ends[1].strip().lower():
+                found.append(ends[0])
+        return item
+
+    each_object(arguments, schema, check)
+    return found[0] if found else None
