@@ -20,6 +20,9 @@ The small model wrote `contents: []` for "Add to Alice's entry that she plays th
 >>> stated_statements({"observations": [{"entityName": "Alice", "contents": ["likes hiking"]}]}, notes,
 ...                   "Add that Alice likes hiking.")  # the request's own words: kept
 {'observations': [{'entityName': 'Alice', 'contents': ['likes hiking']}]}
+>>> stated_statements({"observations": [{"entityName": "Acme", "contents": ["Acme"]}]}, notes,
+...                   "Add an observation to Acme that it has 50 employees.")  # only the name: the statement
+{'observations': [{'entityName': 'Acme', 'contents': ['it has 50 employees']}]}
 """
 
 from __future__ import annotations
@@ -76,10 +79,14 @@ def _unsaid(items: list[Any], request: str, statement: str, quoted: bool) -> boo
 
 def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str, stated: tuple[str, bool]) -> Mapping[str, Any]:
     out = dict(item)
+    # a statement that is only the name of what it is about says nothing ("Add an observation to Acme that it has 50
+    # employees." had written contents ["Acme"])
+    named = {v.strip().lower() for k, v in item.items() if isinstance(v, str) and "name" in words(k) and v.strip()}
     for name, value in item.items():
         items = item_schema(field_schema(schema, name))
         strings = items is not None and items.get("type") == "string"
-        if strings and set(words(name)) & STATEMENT_NAMES and isinstance(value, list) and _unsaid(value, request, *stated):
+        if strings and set(words(name)) & STATEMENT_NAMES and isinstance(value, list) and (
+                _unsaid(value, request, *stated) or any(isinstance(v, str) and v.strip().lower() in named for v in value)):
             out[name] = [_without_subject(stated[0], item) if not stated[1] else stated[0]]
     return out
 
