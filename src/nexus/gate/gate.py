@@ -331,11 +331,10 @@ class BoundaryGate:
         listed = {h.key for h in hits}
         if evidence.keep or evidence.forget:  # a fact to keep or forget: every tool that adds (removes) is a choice
             # ("Remember that Frank is a plumber." had listed create_relations alone, and the model related Frank to Frank)
-            missing = [k for k in wanted if k not in listed]
-            return sorted(self.slb.hits_for(text, missing), key=lambda h: -h.score)[:EVIDENCE_RUNNERS] if missing else []
-        if not wanted or any(k in listed for k in wanted):
+            wanted = [k for k in wanted if k not in listed]
+        elif any(k in listed for k in wanted):
             return []
-        return sorted(self.slb.hits_for(text, wanted), key=lambda h: -h.score)[:EVIDENCE_RUNNERS]
+        return sorted(self.slb.hits_for(text, wanted), key=lambda h: -h.score)[:EVIDENCE_RUNNERS] if wanted else []
 
     def _status_tools(self, turn: str, hits: Sequence[Hit]) -> list[str]:
         """For a turn that asks whether something is so, the tools of the first candidate's server whose descriptions

@@ -48,7 +48,7 @@ from nexus.llm.relations import relates, self_related, stated_relation
 from nexus.llm.replacements import request_replacement, stated_replacement, takes_replacement
 from nexus.llm.statements import stated_statements
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, request_times, request_zones, room_for,
-                               stated_kinds, takes_path, unstated_required)
+                               stated_commit, stated_kinds, takes_path, unstated_required)
 from nexus.paths import written_paths
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
@@ -362,8 +362,9 @@ class ToolCaller:
         # rest; "Open notes.txt and repo/notes.md at the same time." read_file(notes.txt) beside read_multiple_files
         # a commit is the turn's own: one an earlier request named is no commit this turn asks about ("What did I change
         # that isn't staged yet?" had taken "the most recent commit" from two turns before and called git_show)
-        kinds = {kind: n for kind, n in stated_kinds(turn).items() if kind != "revision"} | \
-            {kind: n for kind, n in stated_kinds(own).items() if kind == "revision"}
+        kinds = {kind: n for kind, n in stated_kinds(turn).items() if kind != "revision"}
+        if stated_commit(own):
+            kinds["revision"] = 1
         if history and opens_as_continuation(own):
             # "And in Lisbon?" after "What time is it in Vancouver?": a value the follow-up states replaces the one
             # before it, so that kind is counted in the follow-up alone (two zones had made it a conversion)

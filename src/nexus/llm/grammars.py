@@ -20,7 +20,7 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from nexus.gate.evidence import WRITE_VERBS, is_sql_parameter, named_table, sql_in_words
+from nexus.gate.evidence import WRITE_VERBS, is_path_list_parameter, is_sql_parameter, named_table, sql_in_words
 from nexus.llm.names import name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
@@ -255,7 +255,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     only the parameters the model is to write — the required ones and those the request mentions — for a decode
     after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
-    from nexus.llm.values import (PATH_NAME, bare_count, closed_choices, is_rate_parameter, mentioned, percent_only,
+    from nexus.llm.values import (bare_count, closed_choices, is_rate_parameter, mentioned, percent_only,
                                    request_numbers, request_path_choices, unclaimed_counts, value_kind)
 
     out = normalise_schema(schema)
@@ -292,8 +292,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if not isinstance(sub, dict) or "pattern" in sub:
             continue
         kind = _list_kind(sub) if request and sub.get("type") == "array" else None
-        if kind == "scalars" and sub["items"].get("type") in ("string", None) and PATH_NAME.search(name) and \
-                (paths := request_path_choices(request)):  # a list of files takes the paths the request writes
+        if kind == "scalars" and is_path_list_parameter(name, sub) and (paths := request_path_choices(request)):
+            # a list of files takes the paths the request writes
             sub["items"]["enum"] = paths  # (git_add had got ["stage_notes.txt"] for "Stage notes.txt.")
         if kind == "choices" or (kind == "scalars" and "maxItems" not in sub):
             # at most as many items as the request separates; a list of choices holds the ones the request names,

@@ -620,7 +620,7 @@ def asks_to_read(request: str) -> bool:
 _REVISION = re.compile(r"(?i)rev|revision|ref|commit(?:_?(?:id|hash|sha))?|sha")
 LATEST_COMMIT = re.compile(r"\b(?:latest|last|most\s+recent|newest|current|head)\s+commit\b", re.I)
 NOT_HEAD = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD~?\d*|\bcommits\b", re.I)
-_STATED_REVISION = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD\b|['\"`][^'\"`]+['\"`]|\b(?:tag|branch|version|v\d)", re.I)
+_STATED_REVISION = re.compile(r"\bHEAD\b|['\"`][^'\"`]+['\"`]|\b(?:tag|branch|version|v\d)", re.I)  # or a commit
 
 
 def is_revision(name: str, schema: Mapping[str, Any]) -> bool:
