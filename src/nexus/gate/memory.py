@@ -79,6 +79,11 @@ def asks_who(text: str) -> bool:
     return bool(_WHO.match(text))
 
 
+def _memory_tool(description: str, opening: re.Pattern) -> bool:
+    """A tool whose description names a knowledge graph or memory and opens with one of `opening`'s verbs."""
+    return bool(_KEEPS.search(description or "")) and bool(opening.match(description or ""))
+
+
 def keeps_memory(description: str) -> bool:
     """A tool that reads a knowledge graph or memory, by its own description; not one that opens by changing it (a
     question is never answered by a write: "Who's Bob?" had listed `create_entities` first)."""
@@ -95,7 +100,7 @@ def asks_to_keep(text: str) -> bool:
 def adds_to_memory(description: str) -> bool:
     """A tool that adds to a knowledge graph or memory, by its own description ("Create multiple new entities in the
     knowledge graph"); not one that reads or removes."""
-    return bool(_KEEPS.search(description or "")) and bool(_ADDS.match(description or ""))
+    return _memory_tool(description, _ADDS)
 
 
 def asks_to_forget(text: str) -> bool:
@@ -107,4 +112,4 @@ def asks_to_forget(text: str) -> bool:
 def removes_from_memory(description: str) -> bool:
     """A tool that removes from a knowledge graph or memory, by its own description ("Delete multiple entities and
     their associated relations from the knowledge graph")."""
-    return bool(_KEEPS.search(description or "")) and bool(_REMOVES.match(description or ""))
+    return _memory_tool(description, _REMOVES)
