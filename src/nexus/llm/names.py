@@ -27,7 +27,6 @@ from nexus.llm.values import words
 
 # a capitalised word, or a run of them ("Ada Lovelace"), with a possessive's "'s" left out
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*(?:'[a-rt-z]\w*)?(?:\s+[A-Z][\w-]*(?:'[a-rt-z]\w*)?)*")
-_OPENING = re.compile(r"^\W*[\w'-]+")
 _SENTENCE = re.compile(r"(?:^|[.!?]\s+)\W*([A-Z][\w'-]*)")
 _KIND = frozenset(("type", "kind", "category", "class"))
 
@@ -41,7 +40,7 @@ def request_names(request: str) -> list[str]:
         text, start = match.group(0), match.start()
         if start in openings:  # "Remember that ...", "I think so.": the sentence's first word is no name
             text = text.split(None, 1)[1] if " " in text else ""
-        if text and text not in ("I",) and not text.startswith("I'") and text not in names:
+        if text and text != "I" and not text.startswith("I'") and text not in names:
             names.append(text)
     return names
 
