@@ -22,8 +22,9 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 `create_entities(Carol, designer)`.
 
 >>> [asks_memory(t) for t in ("What do you know about Alice?", "Tell me what you remember about Acme.",
-...     "What have you stored about me?", "Do you know anything about Bob?", "Who do I know that works at Acme?")]
-[True, True, True, True, True]
+...     "What have you stored about me?", "Do you know anything about Bob?", "Who do I know that works at Acme?",
+...     "What do I have stored about Bob?", "What's saved on Acme?")]
+[True, True, True, True, True, True, True]
 >>> [asks_memory(t) for t in ("Remember that Carol is a software engineer.", "I love pizza.", "Who are you?",
 ...     "Do you know a good pizza place?", "What do you know?", "Thanks, that's all.", "Who is he?", "who made you")]
 [False, False, False, False, False, False, False, False]
@@ -36,6 +37,9 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 >>> [asks_to_keep(t) for t in ("Remember that Carol is a designer.", "Note down that Bob's birthday is on 12 May.",
 ...     "Remember that I like tea.", "Remember to call mom.", "Record the meeting notes.", "Please note: it rained")]
 [True, True, False, False, False, False]
+>>> [asks_to_keep(t) for t in ("Store a new person, Grace, who is a pilot.", "Save that Acme moved to Lyon.",
+...     "Save the file as Report.txt", "Store the results in the Notes table.", "Save a new file called Plan.md")]
+[True, True, False, False, False]
 >>> adds_to_memory("Create multiple new entities in the knowledge graph"), adds_to_memory("Read the entire knowledge graph")
 (True, False)
 >>> [asks_to_forget(t) for t in ("Forget everything about Bob.", "Please forget Acme", "Forget it.", "Forget about the meeting")]
@@ -53,14 +57,21 @@ _RECALL = re.compile(r"\b(?:what|anything|everything)\s+(?:do|did|have)\s+you\s+
                      r"\s+(?:about|on|of)\b|\bdo\s+you\s+(?:know|remember|recall)\s+anything\s+about\b|"
                      r"\b(?:tell|show)\s+me\s+(?:what|everything)\s+you\s+(?:know|remember|recall|have\s+stored)\s+about\b|"
                      # "Who do I know that works at Acme?": the people the user knows are what the memory keeps
-                     r"\bwho\s+(?:do|did)\s+(?:i|we)\s+know\b",
+                     r"\bwho\s+(?:do|did)\s+(?:i|we)\s+know\b|"
+                     # "What do I have stored about Bob?", "What's saved on Acme?": what the user had kept
+                     r"\bwhat(?:'s|\s+is|\s+(?:do|did)\s+(?:i|we)\s+have|\s+have\s+(?:i|we))\s+(?:stored|saved|kept|noted|recorded)"
+                     r"\s+(?:about|on|for)\b",
                      re.I)
 # "Who is Alice?": a question about someone named, and nothing else (the registry's memory may know them)
 _WHO = re.compile(r"^\W*[Ww]ho(?:'s|\s+is|\s+was)\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}\s*[?.!]*\s*$")
 _KEEPS = re.compile(r"\bknowledge\s+graph\b|\bmemor(?:y|ies)\b", re.I)
 # "Remember that Carol is a designer.", "Note down that Bob's birthday is on 12 May": a fact about someone named, to keep
-_KEEP = re.compile(r"^\W*(?:please\s+)?(?:remember|note(?:\s+down)?|record|keep\s+in\s+mind|don'?t\s+forget|"
-                   r"make\s+a\s+note)\s+(?:that\s+)?(?P<fact>.+)$", re.I | re.S)
+# "Store that Grace is a pilot.", "Save a new person, Grace, …": to store or save is to keep only with "that" or a new
+# someone (not "Save the file as Report.txt", "Save a new file called Plan.md")
+_SOMEONE = r"(?:person|contact|friend|colleague|relative|client|customer|company|organi[sz]ation|entity|entry|fact)"
+_KEEP = re.compile(rf"^\W*(?:please\s+)?(?:(?:remember|note(?:\s+down)?|record|keep\s+in\s+mind|don'?t\s+forget|"
+                   rf"make\s+a\s+note)\s+(?:that\s+)?|(?:store|save)\s+(?:that\s+|(?=(?:a|an)\s+new\s+{_SOMEONE}\b)))(?P<fact>.+)$",
+                   re.I | re.S)
 _NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
 # "Forget everything about Bob.", "Please forget Acme": something named, to be removed from what is kept
 _FORGET = re.compile(r"^\W*(?:please\s+)?forget\s+(?:all\s+|everything\s+)?(?:(?:you\s+know\s+)?about\s+)?(?P<what>.+)$", re.I | re.S)

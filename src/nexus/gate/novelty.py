@@ -10,8 +10,9 @@ indefinite article and a kind. So a listed tool whose description says "existing
 
 >>> [introduces_new(t) for t in ("Add a person named Dave to the knowledge graph.", "Add Marie, a scientist, to my graph.",
 ...     "Add a new person called Frank.", "Add Bob to my knowledge graph as a person.", "Create a user called Ann",
-...     "Remember that Carol is a software engineer.", "Remember that Dave is my dentist.")]
-[True, True, True, True, True, True, True]
+...     "Remember that Carol is a software engineer.", "Remember that Dave is my dentist.",
+...     "Store a new person, Grace, who is a pilot.")]
+[True, True, True, True, True, True, True, True]
 >>> [introduces_new(t) for t in ("Add that Alice likes tennis.", "Add a new observation to Alice.",
 ...     "Note that Acme, the rocket maker, moved.", "Rename the file to a.txt", "Add 2 and 3, a classic.",
 ...     "Remember that Carol is a designer at Acme.")]
@@ -29,6 +30,7 @@ _NAME = r"[A-Z][\w'-]*"
 _INTRODUCED = re.compile(
     rf"\b(?:a|an)\s+{_KIND}\s+(?:named|called)\s+{_NAME}"      # "a person named Dave", "a new person called Frank"
     rf"|\b{_NAME},\s+(?:a|an)\s+{_KIND}\s*,"                   # "Marie, a scientist,"
+    rf"|\b(?:a|an)\s+{_KIND},\s+{_NAME}\s*(?:,|$)"             # "a new person, Grace, who is a pilot"
     rf"|\b{_NAME}\b.*\bas\s+(?:a|an)\s+(?:new\s+)?[a-z]+\W*$"   # "Add Bob to my knowledge graph as a person."
     rf"|\bthat\s+{_NAME}\s+is\s+(?:a|an|my|our)\s+{_KIND}\W*$",  # "Remember that Carol is a software engineer.", "… is my dentist"
 )

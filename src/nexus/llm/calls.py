@@ -33,7 +33,7 @@ from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
 from nexus.gate.evidence import asked_sql, asks_change, contrary, negated, runs_sql, spells_name
 from nexus.gate.gate import opens_as_continuation
-from nexus.gate.memory import adds_to_memory, asks_to_keep
+from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_keep, keeps_memory
 from nexus.gate.novelty import acts_on_existing, introduces_new
 from nexus.gate.properties import asked_properties, describes_property
 from nexus.llm.anchors import quoted_after
@@ -329,7 +329,8 @@ class ToolCaller:
         by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`), or has no old /
         new text pair for a replacement the turn states (`replacements.takes_replacement`), or lacks the parameter the
         turn quotes a value for by name (`anchors.quoted_after`: "with the message 'Fix typo'"), or adds nothing to a
-        memory for a fact the turn asks kept (`gate.memory.asks_to_keep`), or relates two named
+        memory for a fact the turn asks kept (`gate.memory.asks_to_keep`), or reads none for a question about what is
+        kept (`gate.memory.asks_memory`), or relates two named
         things where the turn names fewer (`relations.relates`, `names.request_names`). A required revision the turn
         states no commit for counts as an invented value (`values.unstated_required`).
         Each reason counts: a tool is weighted by UNSTATED_PRIOR once for every reason more than the best-fitting listed
@@ -396,6 +397,10 @@ class ToolCaller:
         # a knowledge graph or memory goes before one that does not (`append_insight`, a note tool, had been picked)
         if asks_to_keep(own):
             misfits = _prefer(misfits, [adds_to_memory(tool.description) for tool in tools])
+        # the turn asks what is kept about someone ("What do I have stored about Bob?"): a listed tool that reads a
+        # knowledge graph or memory goes first (`get_file_info` had been picked, with a path from the prompt's examples)
+        if asks_memory(own):
+            misfits = _prefer(misfits, [keeps_memory(tool.description) for tool in tools])
         # the turn names fewer than two things: a listed tool that relates two named things goes behind ("Remember that
         # Carol is a software engineer." had created a relation from Carol to "Eric"; `llm.names`)
         if len(request_names(own)) < 2:
