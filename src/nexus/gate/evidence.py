@@ -182,12 +182,17 @@ def stated_sql(text: str) -> str | None:
 # the books table"): the gate's cross-encoder reads "rows" and "SELECT query" as unrelated and ranked read_query 4th-10th
 _TABLE = (r"(?:\b(?!(?:a|an|the|this|that|each|every|new)\b)([\w-]+)\s+table\b"
           r"|\btable\s+(?!(?:of|with|for|in|to|from|named|called)\b)([\w-]+))")
+# rows of a kind kept in the database, the table not named ("Show me every note in the database.", "Add a note to the
+# database"): a statement too (list_tables had been picked); not "What is in the database?" nor its tables
+_ROWS_IN_DB = (r"(?<![\w'])(?!(?:is|are|was|were|what|which|who|anything|everything|something|stuff|data|there|it|"
+               r"tables?|columns?)\b)([a-z]{3,})\s+(?:(?:are|is)\s+)?(?:(?:stored|kept|saved)\s+)?(?:in|from|into|to)\s+"
+               r"(?:the|my|our|this)\s+(?:database|db)\b")
 # the verbs that ask for a statement that writes, and the statement each asks for (`grammars.sql_pattern` too)
 WRITE_VERBS = {"insert": "INSERT INTO", "add": "INSERT INTO", "put": "INSERT INTO", "delete": "DELETE FROM",
                "remove": "DELETE FROM", "update": "UPDATE", "change": "UPDATE", "set": "UPDATE"}
-_WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b.*{_TABLE}", re.I)
+_WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b.*(?:{_TABLE}|{_ROWS_IN_DB})", re.I)
 _READ_WORDS = re.compile(rf"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+many|count|list|show|get|fetch|find|"
-                         rf"select|give\s+me|tell\s+me|what|which|who)\b.*{_TABLE}", re.I)
+                         rf"select|give\s+me|tell\s+me|what|which|who)\b.*(?:{_TABLE}|{_ROWS_IN_DB})", re.I)
 _ABOUT_SCHEMA = re.compile(r"\b(columns?|schema|structure|fields?|describe|definition|tables|create|drop|rename)\b", re.I)
 
 
@@ -202,6 +207,9 @@ def sql_in_words(text: str) -> str | None:
     (None, None)
     >>> sql_in_words("Create a table named tasks."), sql_in_words("What is a table?"), sql_in_words("Book a table for 2")
     (None, None, None)
+    >>> [sql_in_words(t) for t in ("Show me every note in the database.", "How many notes are in the database?",
+    ...     "Add a note to my database saying hi", "What is in the database?", "What's in my database?", "List the db files")]
+    ['read', 'read', 'write', None, None, None]
     """
     text = text or ""
     if _ABOUT_SCHEMA.search(text):
@@ -219,6 +227,20 @@ def named_table(text: str) -> str | None:
     """
     match = re.search(_TABLE, text or "", re.I)
     return (match.group(1) or match.group(2)) if match else None
+
+
+def rows_table(text: str) -> str | None:
+    """The table of the rows a request asks for in the database without naming a table, as the plural of their kind
+    ("every note in the database": notes), else None.
+
+    >>> rows_table("How many notes are in the database?"), rows_table("Show me every note in the database."), rows_table("Hi")
+    ('notes', 'notes', None)
+    """
+    match = re.search(_ROWS_IN_DB, text or "", re.I)
+    if match is None:
+        return None
+    kind = match.group(1).lower()
+    return kind if kind.endswith("s") else kind + "s"
 
 
 def asked_sql(text: str) -> str | None:

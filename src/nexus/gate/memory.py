@@ -40,6 +40,8 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 >>> [asks_to_keep(t) for t in ("Store a new person, Grace, who is a pilot.", "Save that Acme moved to Lyon.",
 ...     "Save the file as Report.txt", "Store the results in the Notes table.", "Save a new file called Plan.md")]
 [True, True, False, False, False]
+>>> asks_to_keep("Add to Bob's entry that he likes chess."), asks_to_keep("Add a column that holds dates to the Notes table.")
+(True, False)
 >>> adds_to_memory("Create multiple new entities in the knowledge graph"), adds_to_memory("Read the entire knowledge graph")
 (True, False)
 >>> [asks_to_forget(t) for t in ("Forget everything about Bob.", "Please forget Acme", "Forget it.", "Forget about the meeting")]
@@ -70,7 +72,9 @@ _KEEPS = re.compile(r"\bknowledge\s+graph\b|\bmemor(?:y|ies)\b", re.I)
 # someone (not "Save the file as Report.txt", "Save a new file called Plan.md")
 _SOMEONE = r"(?:person|contact|friend|colleague|relative|client|customer|company|organi[sz]ation|entity|entry|fact)"
 _KEEP = re.compile(rf"^\W*(?:please\s+)?(?:(?:remember|note(?:\s+down)?|record|keep\s+in\s+mind|don'?t\s+forget|"
-                   rf"make\s+a\s+note)\s+(?:that\s+)?|(?:store|save)\s+(?:that\s+|(?=(?:a|an)\s+new\s+{_SOMEONE}\b)))(?P<fact>.+)$",
+                   rf"make\s+a\s+note)\s+(?:that\s+)?|(?:store|save)\s+(?:that\s+|(?=(?:a|an)\s+new\s+{_SOMEONE}\b))|"
+                   # "Add to Bob's entry that he likes chess.": the fact keeps its owner
+                   rf"add\s+(?=to\s+[A-Z][\w-]*'s\s+(?:entry|record|profile|node|notes?)\s+that\s))(?P<fact>.+)$",
                    re.I | re.S)
 _NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
 # "Forget everything about Bob.", "Please forget Acme": something named, to be removed from what is kept

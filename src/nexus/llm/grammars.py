@@ -20,7 +20,7 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from nexus.gate.evidence import WRITE_VERBS, is_path_list_parameter, is_sql_parameter, named_table, sql_in_words
+from nexus.gate.evidence import WRITE_VERBS, is_path_list_parameter, is_sql_parameter, named_table, rows_table, sql_in_words
 from nexus.llm.names import name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
@@ -198,10 +198,12 @@ def _read_statement(request: str) -> str | None:
     ^SELECT \* FROM books$
     >>> _read_statement("Show the notes in the notes table whose title is 'x'"), _read_statement("Show 3 rows of the notes table")
     (None, None)
+    >>> print(_read_statement("How many notes are in the database?"))  # no table named: the plural of what it counts
+    ^SELECT COUNT\(\*\) FROM notes$
     """
     from nexus.llm.values import quoted_spans
 
-    table = named_table(request) if sql_in_words(request) == "read" else None
+    table = (named_table(request) or rows_table(request)) if sql_in_words(request) == "read" else None
     if not table or table.lower() in _ROW_FILLER or quoted_spans(request) or re.search(r"\d", request):
         return None
     if _FILTERED.search(request.replace(f"{table} table", " ")):

@@ -598,7 +598,8 @@ def value_kind(name: str, schema: Mapping[str, Any]) -> str | None:
 
 # A question for information ("What changed in the last commit?", "Is there anything to commit?"), or an order to
 # show something ("Find entities about Acme"); not a request phrased as a question ("Can you create a branch?")
-_QUESTION = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|has|have|had)\b"
+_QUESTION = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|has|have|had|"
+                       r"any|anything)\b"  # "Any uncommitted changes in my repo?" had called git_commit
                        r"[^?]*\?\s*$", re.I)
 _SHOW = re.compile(r"^\s*(?:please\s+)?(?:show|list|get|find|search|look\s+up|display|read|tell\s+me|give\s+me|count|"
                    r"fetch)\b", re.I)
@@ -608,6 +609,8 @@ def asks_to_read(request: str) -> bool:
     """Whether the request only asks to be told something (a question, or "show / list / find …").
 
     >>> asks_to_read("Is there anything to commit in my repository?"), asks_to_read("Find entities about Acme.")
+    (True, True)
+    >>> asks_to_read("Any uncommitted changes in my repo?"), asks_to_read("Anything new in the notes table?")
     (True, True)
     >>> asks_to_read("Can you create a branch called x?"), asks_to_read("Commit my changes."), asks_to_read("Hi? Add x")
     (False, False, False)
