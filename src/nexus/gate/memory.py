@@ -23,8 +23,8 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 
 >>> [asks_memory(t) for t in ("What do you know about Alice?", "Tell me what you remember about Acme.",
 ...     "What have you stored about me?", "Do you know anything about Bob?", "Who do I know that works at Acme?",
-...     "What do I have stored about Bob?", "What's saved on Acme?")]
-[True, True, True, True, True, True, True]
+...     "What do I have stored about Bob?", "What's saved on Acme?", "Tell me about Acme from memory.")]
+[True, True, True, True, True, True, True, True]
 >>> [asks_memory(t) for t in ("Remember that Carol is a software engineer.", "I love pizza.", "Who are you?",
 ...     "Do you know a good pizza place?", "What do you know?", "Thanks, that's all.", "Who is he?", "who made you")]
 [False, False, False, False, False, False, False, False]
@@ -42,6 +42,8 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 [True, True, False, False, False]
 >>> asks_to_keep("Add to Bob's entry that he likes chess."), asks_to_keep("Add a column that holds dates to the Notes table.")
 (True, False)
+>>> asks_to_keep("Add the fact that Alice speaks French."), asks_to_keep("Record the fact that Acme moved.")
+(True, True)
 >>> adds_to_memory("Create multiple new entities in the knowledge graph"), adds_to_memory("Read the entire knowledge graph")
 (True, False)
 >>> [asks_to_forget(t) for t in ("Forget everything about Bob.", "Please forget Acme", "Forget it.", "Forget about the meeting")]
@@ -62,7 +64,9 @@ _RECALL = re.compile(r"\b(?:what|anything|everything)\s+(?:do|did|have)\s+you\s+
                      r"\bwho\s+(?:do|did)\s+(?:i|we)\s+know\b|"
                      # "What do I have stored about Bob?", "What's saved on Acme?": what the user had kept
                      r"\bwhat(?:'s|\s+is|\s+(?:do|did)\s+(?:i|we)\s+have|\s+have\s+(?:i|we))\s+(?:stored|saved|kept|noted|recorded)"
-                     r"\s+(?:about|on|for)\b",
+                     r"\s+(?:about|on|for)\b|"
+                     # "Tell me about Acme from memory.", "What's in your memory about Bob?"
+                     r"\babout\s+\S.*\b(?:from|in)\s+(?:your\s+|my\s+)?memory\b|\bmemory\s+about\b",
                      re.I)
 # "Who is Alice?": a question about someone named, and nothing else (the registry's memory may know them)
 _WHO = re.compile(r"^\W*[Ww]ho(?:'s|\s+is|\s+was)\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}\s*[?.!]*\s*$")
@@ -72,7 +76,7 @@ _KEEPS = re.compile(r"\bknowledge\s+graph\b|\bmemor(?:y|ies)\b", re.I)
 # someone (not "Save the file as Report.txt", "Save a new file called Plan.md")
 _SOMEONE = r"(?:person|contact|friend|colleague|relative|client|customer|company|organi[sz]ation|entity|entry|fact)"
 _KEEP = re.compile(rf"^\W*(?:please\s+)?(?:(?:remember|note(?:\s+down)?|record|keep\s+in\s+mind|don'?t\s+forget|"
-                   rf"make\s+a\s+note)\s+(?:that\s+)?|(?:store|save)\s+(?:that\s+|(?=(?:a|an)\s+new\s+{_SOMEONE}\b))|"
+                   rf"make\s+a\s+note)\s+(?:that\s+)?|(?:add|store|save|keep)\s+(?:the|this)\s+fact\s+that\s+|(?:store|save)\s+(?:that\s+|(?=(?:a|an)\s+new\s+{_SOMEONE}\b))|"
                    # "Add to Bob's entry that he likes chess.": the fact keeps its owner
                    rf"add\s+(?=to\s+[A-Z][\w-]*'s\s+(?:entry|record|profile|node|notes?)\s+that\s))(?P<fact>.+)$",
                    re.I | re.S)

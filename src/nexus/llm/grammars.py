@@ -142,6 +142,8 @@ def _row_statement(asked: str, request: str) -> str | None:
 
     >>> print(_row_statement("DELETE FROM", "Delete note 2."))
     ^DELETE FROM (note|notes) WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$
+    >>> print(_row_statement("DELETE FROM", "Delete note 2 from the notes table."))
+    ^DELETE FROM (notes) WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$
     >>> print(_row_statement("INSERT INTO", "Insert a row with title 'Buy milk' into the notes table."))
     ^INSERT INTO (notes) \((title)\) VALUES \(('Buy milk')\)$
     >>> print(_row_statement("UPDATE", "In the notes table, set the title of note 2 to 'Groceries'."))
@@ -169,7 +171,8 @@ def _row_statement(asked: str, request: str) -> str | None:
     # a column is the word the request writes before a value ("with title 'Buy milk'", "id 2"), else any short name (it
     # is often a word the request does not say: "a book called 'Dune'" is a title)
     before = [w for w, _ in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
-              if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names]  # "note 2": its id
+              if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names
+              and w + "s" not in names]  # "note 2": its id, also in the notes table
     column = _one_of([c for w in before for c in _column_names(w)]) if before else _COLUMN
     if asked == "DELETE FROM":
         return f"^DELETE FROM {name} WHERE {column} = {value}$"

@@ -1088,9 +1088,21 @@ def whole_word(value: str, request: str) -> str:
     ('AGTCGATCGAACGTACG', 'Paris')
     >>> whole_word("C", "What key signature does C# major have?"), whole_word("C", "C major, not C#")
     ('C#', 'C')
+
+    A name joined by hyphens or underscores where the request writes `value` only as its last part: the whole name
+    ("Create a branch feature-x." had created the branch "x").
+
+    >>> whole_word("x", "Create a branch feature-x."), whole_word("1", "Merge release-1 into main"), whole_word("x", "Fix x")
+    ('feature-x', 'release-1', 'x')
+    >>> whole_word("2023", "Sales from 2020-2023")
+    '2023'
     """
     if not value or not value[-1].isalnum():
         return value
+    starts = [m.start() for m in re.finditer(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", request or "")]
+    heads = [re.search(r"(?<![\w-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*[-_]$", request[:start]) for start in starts]
+    if starts and value[0].isalnum() and all(h and re.search("[A-Za-z]", h.group(0)) for h in heads):  # not "2020-2023"
+        return heads[0].group(0) + value
     ends = [m.end() for m in re.finditer(rf"(?<!\w){re.escape(value)}", request or "")]
     # a name that ends in '#' or '+' ("C#", "C++", "F#"): the model stops before the sign
     signs = [re.match(r"[#+]+(?![\w#+])", request[end:]) for end in ends]
