@@ -263,8 +263,11 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     # a request that opens with one statement's verb gets that statement ("Insert a book …" had got "DELETE DUNE")
     assert grammar_schema(write, "add a row")["properties"]["query"]["pattern"] == '^INSERT INTO [^"\\\\]*$'
     # ... and, when it states its values, a statement built from its words: the table it names, those values
+    # "note 2" is the row with id 2 (the model had written the columns "note" and "note_id")
     assert grammar_schema(write, "Remove note 2")["properties"]["query"]["pattern"] == (
-        "^DELETE FROM (note|notes) WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$")
+        "^DELETE FROM (note|notes) WHERE id = (2)$")
+    assert grammar_schema(write, "Change the title of note 1 in the notes table to 'Buy oat milk'.")["properties"]["query"][
+        "pattern"] == "^UPDATE (notes) SET ([A-Za-z][A-Za-z0-9_]{0,30}) = ('Buy oat milk') WHERE id = (1)$"
     assert grammar_schema(write, "Delete the note with id 2 from the notes table.")["properties"]["query"]["pattern"] == (
         "^DELETE FROM (notes) WHERE (id) = (2)$")
     assert grammar_schema(write, "Remove every note")["properties"]["query"]["pattern"] == '^DELETE FROM [^"\\\\]*$'

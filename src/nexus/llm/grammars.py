@@ -141,13 +141,13 @@ def _row_statement(asked: str, request: str) -> str | None:
     'Dune' … the books table" and looped on "Insert a row with title 'Buy milk' into the notes table.".
 
     >>> print(_row_statement("DELETE FROM", "Delete note 2."))
-    ^DELETE FROM (note|notes) WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$
+    ^DELETE FROM (note|notes) WHERE id = (2)$
     >>> print(_row_statement("DELETE FROM", "Delete note 2 from the notes table."))
-    ^DELETE FROM (notes) WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$
+    ^DELETE FROM (notes) WHERE id = (2)$
     >>> print(_row_statement("INSERT INTO", "Insert a row with title 'Buy milk' into the notes table."))
     ^INSERT INTO (notes) \((title)\) VALUES \(('Buy milk')\)$
     >>> print(_row_statement("UPDATE", "In the notes table, set the title of note 2 to 'Groceries'."))
-    ^UPDATE (notes) SET ([A-Za-z][A-Za-z0-9_]{0,30}) = ('Groceries') WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = (2)$
+    ^UPDATE (notes) SET ([A-Za-z][A-Za-z0-9_]{0,30}) = ('Groceries') WHERE id = (2)$
     >>> _row_statement("DELETE FROM", "Delete everything from the notes table."), _row_statement("SELECT", "Show note 3")
     (None, None)
     """
@@ -173,14 +173,17 @@ def _row_statement(asked: str, request: str) -> str | None:
     before = [w for w, _ in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
               if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names
               and w + "s" not in names]  # "note 2": its id, also in the notes table
-    column = _one_of([c for w in before for c in _column_names(w)]) if before else _COLUMN
+    # "note 2" of the notes table is the row with id 2 (the model had written the columns "note" and "note_id")
+    kinds = "|".join(re.escape(n[:-1] if n.endswith("s") else n) for n in names)
+    by_id = "id" if re.search(rf"\b(?:{kinds})s?\s+(?:#\s*|no\.?\s*|number\s+)?\d+(?!\w|\.\d)", bare, re.I) else _COLUMN
+    column = _one_of([c for w in before for c in _column_names(w)]) if before else by_id
     if asked == "DELETE FROM":
         return f"^DELETE FROM {name} WHERE {column} = {value}$"
     if asked == "UPDATE":  # the column it sets and the one it finds the row by are seldom both written: any short name;
         # with text and a number stated, the text is what it sets and the number the row ("set note 2's title to 'X'")
         texts, numbers = [v for v in values if v.startswith("'")], [v for v in values if not v.startswith("'")]
         new, row = (_one_of(texts), _one_of(numbers)) if texts and numbers else (value, value)
-        return f"^UPDATE {name} SET {_COLUMN} = {new} WHERE {_COLUMN} = {row}$"
+        return f"^UPDATE {name} SET {_COLUMN} = {new} WHERE {by_id} = {row}$"
     rows = [f"\\({_times(column, n)}\\) VALUES \\({_times(value, n)}\\)" for n in range(1, min(len(values), 3) + 1)]
     return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else _one_of(rows)) + "$"
 
