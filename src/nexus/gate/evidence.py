@@ -385,6 +385,20 @@ def spells_name(request: str, name: str) -> bool:
     return False
 
 
+def joins_name_word(request: str, name: str) -> bool:
+    """The request writes a word of the tool's name as two ("Check out the main branch." and `git_checkout`, which the
+    model had passed over for `git_branch`): a phrasal verb the name spells as one word.
+
+    >>> joins_name_word("Check out the main branch.", "git_checkout"), joins_name_word("Check the branch out", "git_checkout")
+    (True, False)
+    >>> joins_name_word("Show the git log", "git_log"), joins_name_word("Log out of the site", "logout_user")
+    (False, True)
+    """
+    words = re.findall(r"[a-z0-9]+", (request or "").lower())
+    joined = {a + b for a, b in zip(words, words[1:])}
+    return any(len(part) >= 5 and part in joined for part in split_identifier(name).lower().split())
+
+
 def asks_change(request: str) -> bool:
     """The request opens by asking to create, record, write or remove something ("Note in the knowledge graph that Acme
     is based in Denver.", "Save … in reminders.txt", "Remove Acme …"), not to be told something.

@@ -48,6 +48,8 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 (True, False)
 >>> [asks_to_forget(t) for t in ("Forget everything about Bob.", "Please forget Acme", "Forget it.", "Forget about the meeting")]
 [True, True, False, False]
+>>> asks_to_forget("Forget that Alice likes tennis."), asks_to_forget("Forget that I said that.")
+(True, False)
 >>> removes_from_memory("Delete multiple entities from the knowledge graph"), removes_from_memory("Delete a file")
 (True, False)
 """
@@ -123,9 +125,12 @@ def adds_to_memory(description: str) -> bool:
 
 
 def asks_to_forget(text: str) -> bool:
-    """Whether a turn asks the assistant to forget something it names ("Forget everything about Bob.")."""
+    """Whether a turn asks the assistant to forget something it names ("Forget everything about Bob."), or a fact about
+    someone it names ("Forget that Alice likes tennis.")."""
     forgot = _FORGET.match(text or "")
-    return bool(forgot and _NAMED.match(forgot.group("what").strip()))
+    what = forgot.group("what").strip() if forgot else ""
+    fact = re.match(r"that\s+(.+)$", what, re.I | re.S)
+    return bool(_NAMED.match(what) or (fact and _NAMED.search(fact.group(1))))
 
 
 def removes_from_memory(description: str) -> bool:

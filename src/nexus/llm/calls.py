@@ -31,9 +31,9 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import asked_sql, asks_change, contrary, negated, runs_sql, spells_name
+from nexus.gate.evidence import asked_sql, asks_change, contrary, joins_name_word, negated, runs_sql, spells_name
 from nexus.gate.gate import opens_as_continuation
-from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_keep, keeps_memory
+from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_forget, asks_to_keep, keeps_memory
 from nexus.gate.novelty import acts_on_existing, introduces_new
 from nexus.gate.properties import asked_properties, describes_property
 from nexus.llm.anchors import quoted_after
@@ -46,7 +46,7 @@ from nexus.llm.nested import properties
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.relations import relates, self_related, stated_relation
 from nexus.llm.replacements import request_replacement, stated_replacement, takes_replacement
-from nexus.llm.statements import stated_statements
+from nexus.llm.statements import request_statement, stated_statements, takes_statements
 from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, request_times, request_zones, room_for,
                                stated_commit, stated_kinds, takes_path, unstated_required)
 from nexus.paths import written_paths
@@ -326,11 +326,13 @@ class ToolCaller:
         carries a word the turn says with "not" beside a listed name with its "un-" form (`evidence.negated`), or, for a
         turn that asks a file's size, dates or metadata, does not name them where a listed tool does (`gate.properties`),
         or works only on existing things when the turn introduces a new one by name (`gate.novelty`), or is not named
-        by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`), or has no old /
+        by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`) or one of
+        its name words as two (`evidence.joins_name_word`), or has no old /
         new text pair for a replacement the turn states (`replacements.takes_replacement`), or lacks the parameter the
         turn quotes a value for by name (`anchors.quoted_after`: "with the message 'Fix typo'"), or adds nothing to a
         memory for a fact the turn asks kept (`gate.memory.asks_to_keep`), or reads none for a question about what is
-        kept (`gate.memory.asks_memory`), or relates two named
+        kept (`gate.memory.asks_memory`), or removes whole things for a fact the turn asks forgotten
+        (`statements.takes_statements`), or relates two named
         things where the turn names fewer (`relations.relates`, `names.request_names`). A required revision the turn
         states no commit for counts as an invented value (`values.unstated_required`).
         Each reason counts: a tool is weighted by UNSTATED_PRIOR once for every reason more than the best-fitting listed
@@ -401,6 +403,10 @@ class ToolCaller:
         # knowledge graph or memory goes first (`get_file_info` had been picked, with a path from the prompt's examples)
         if asks_memory(own):
             misfits = _prefer(misfits, [keeps_memory(tool.description) for tool in tools])
+        # the turn asks to forget a fact ("Forget that Alice likes tennis."): a listed tool that removes statements about a
+        # thing goes before one that removes the thing (`delete_entities` would delete Alice)
+        if asks_to_forget(own) and request_statement(own):
+            misfits = _prefer(misfits, [takes_statements(schema) for schema in schemas])
         # the turn names fewer than two things: a listed tool that relates two named things goes behind ("Remember that
         # Carol is a software engineer." had created a relation from Carol to "Eric"; `llm.names`)
         if len(request_names(own)) < 2:
@@ -408,6 +414,9 @@ class ToolCaller:
         # the turn spells a listed tool's whole name ("Show the directory tree …": `directory_tree`): the others go behind
         # (not a read-only one for a request to change something: "Make a new git branch" spells `git_branch`)
         misfits = _prefer(misfits, [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools])
+        # the turn writes a word of a listed tool's name as two ("Check out the main branch.": `git_checkout`; `git_branch`
+        # had been picked)
+        misfits = _prefer(misfits, [joins_name_word(own, tool.name) for tool in tools])
         least = min(misfits)
         if max(misfits) == least:
             return prior

@@ -44,6 +44,24 @@ _PLACE = re.compile(r"\s+(?:to|in|into|on|for|from)\s+(?:(?:the|my|a|an|[\w-]+'s
 _STARTS_PLACE = re.compile(r"^(?:to|in|into|on|for|from|is|was)\b", re.I)
 
 
+def takes_statements(schema: Mapping[str, Any]) -> bool:
+    """Whether a tool takes statements about a thing: a list of objects with a list of strings named as statements
+    (`deletions: [{entityName, observations}]`), not only things by name (`entityNames`).
+
+    >>> takes_statements({"properties": {"deletions": {"type": "array", "items": {"type": "object", "properties": {
+    ...     "entityName": {"type": "string"}, "observations": {"type": "array", "items": {"type": "string"}}}}}}})
+    True
+    >>> takes_statements({"properties": {"entityNames": {"type": "array", "items": {"type": "string"}}}})
+    False
+    """
+    for name in (schema.get("properties") or {}):
+        items = item_schema(field_schema(schema, name))
+        if items is not None and any(set(words(inner)) & STATEMENT_NAMES and item_schema(field_schema(items, inner))
+                                     for inner in (items.get("properties") or {})):
+            return True
+    return False
+
+
 def request_statement(request: str) -> tuple[str, bool] | None:
     """(the one quoted text of the request, True), else (the clause after "that" without where it goes, False);
     None when the request states neither (or quotes several texts)."""
