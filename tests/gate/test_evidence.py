@@ -275,3 +275,15 @@ def test_a_fact_to_keep_lists_every_tool_that_adds_to_the_memory():
     assert added == {"create_entities", "add_observations"}
     question = "Tell me what you remember about Acme."  # a question: one reader listed is enough, as before
     assert gate._evidence_runners(TurnEvidence.of(question), question, gate.slb.hits_for(question, ["open_nodes"])) == []
+
+
+def test_a_question_about_what_a_folder_holds_brings_a_folder_listing_tool():
+    """"Show me what's inside the repo folder." had listed only git tools and called git_diff_unstaged: a tool that lists
+    a folder joins the candidates; a request that only names a folder (a move into it) does not."""
+    listing = Tool("list_directory", "Get a detailed listing of all files and directories in a specified path",
+                   {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}, "fs")
+    gate = _gate([*OTHERS, *GIT, listing])
+    turn = "Show me what's inside the repo folder."
+    unrelated = gate.slb.hits_for(turn, ["git_status", "git_log"])
+    assert [h.key for h in gate._evidence_runners(TurnEvidence.of(turn), turn, unrelated)] == ["list_directory"]
+    assert not TurnEvidence.of("Move notes.txt into the repo folder.")

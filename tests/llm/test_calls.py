@@ -776,3 +776,53 @@ def test_a_tool_that_takes_no_commit_goes_behind_one_that_does_when_the_request_
         assert prior["git_diff_staged"] == pytest.approx(0.09 / 0.19)
     else:  # no commit stated: git_show would invent one, so it is git_show that goes behind
         assert prior["git_diff_staged"] > 0.9
+
+
+def _tool(name, description, properties=None, required=()):
+    return Tool(name, description, {"type": "object", "properties": properties or {}, "required": list(required)}, "s")
+
+
+def test_a_tool_named_with_the_un_form_of_what_the_request_says_goes_far_behind():
+    """"Show the changes I've already staged." had called git_diff_unstaged three times against the gate's order."""
+    staged = _tool("git_diff_staged", "Shows changes that are staged for commit")
+    unstaged = _tool("git_diff_unstaged", "Shows changes in the working directory that are not yet staged")
+    prior = _shortlist_prior([unstaged, staged], "Show the changes I've already staged.", "git_diff_unstaged", "git_diff_staged")
+    assert prior["git_diff_unstaged"] < 0.01
+    # with a "not" in the request, the word is not said plainly: the un-form is not held back
+    prior = _shortlist_prior([unstaged, staged], "What haven't I staged yet?", "git_diff_unstaged", "git_diff_staged")
+    assert prior["git_diff_unstaged"] > prior["git_diff_staged"]
+
+
+def test_a_question_about_a_folder_puts_a_folder_listing_first():
+    """"List the contents of the repo folder." had called git_branch."""
+    branch = _tool("git_branch", "List Git branches", {"repo_path": {"type": "string"}}, ["repo_path"])
+    listing = _tool("list_directory", "Get a detailed listing of all files and directories in a specified path",
+                    {"path": {"type": "string"}}, ["path"])
+    prior = _shortlist_prior([branch, listing], "List the contents of the repo folder.", "git_branch", "list_directory",
+                             '{"path": "repo"}')
+    assert prior["list_directory"] > prior["git_branch"]  # the gate's 0.9 / 0.1, the first weighted by 0.1
+
+
+def test_a_fact_to_forget_goes_to_a_tool_that_removes_statements_not_the_thing():
+    """"Forget that Alice likes tennis." must not delete Alice."""
+    entities = _tool("delete_entities", "Delete multiple entities and their associated relations from the knowledge graph",
+                     {"entityNames": {"type": "array", "items": {"type": "string"}}}, ["entityNames"])
+    observations = _tool("delete_observations", "Delete specific observations from entities in the knowledge graph",
+                         {"deletions": {"type": "array", "items": {"type": "object", "properties": {
+                             "entityName": {"type": "string"}, "observations": {"type": "array", "items": {"type": "string"}}}}}},
+                         ["deletions"])
+    prior = _shortlist_prior([entities, observations], "Forget that Alice likes tennis.", "delete_entities",
+                             "delete_observations", '{"deletions": [{"entityName": "Alice", "observations": ["likes tennis"]}]}')
+    assert prior["delete_observations"] > prior["delete_entities"]
+    prior = _shortlist_prior([entities, observations], "Forget everything about Bob.", "delete_entities",
+                             "delete_observations", '{"deletions": []}')
+    assert prior["delete_entities"] > prior["delete_observations"]
+
+
+def test_a_question_about_what_is_kept_puts_a_memory_reader_first():
+    """"What do I have stored about Bob?" had called get_file_info with a path from the prompt's examples."""
+    info = _tool("get_file_info", "Retrieve detailed metadata about a file or directory", {"path": {"type": "string"}}, ["path"])
+    nodes = _tool("open_nodes", "Open specific nodes in the knowledge graph by their names",
+                  {"names": {"type": "array", "items": {"type": "string"}}}, ["names"])
+    prior = _shortlist_prior([info, nodes], "What do I have stored about Bob?", "get_file_info", "open_nodes", '{"names": ["Bob"]}')
+    assert prior["open_nodes"] > prior["get_file_info"]

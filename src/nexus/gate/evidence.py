@@ -385,6 +385,44 @@ def spells_name(request: str, name: str) -> bool:
     return False
 
 
+# a tool that lists a folder ("Get a detailed listing of all files and directories", "a recursive tree view of files")
+LISTS_FOLDERS = re.compile(r"\b(?:list|listing|tree)\b.*\b(?:director(?:y|ies)|folders?)\b", re.I)
+_FOLDER_CONTENTS = re.compile(r"\b(?:what'?s|what\s+is|what\s+are|anything|contents?\s+of|files?)\s+(?:are\s+|is\s+)?"
+                              r"(?:inside|in|of)?\s*(?:the|my|our)\s+[\w-]+\s+(?:folder|directory|dir)\b", re.I)
+
+
+def asks_folder_contents(request: str) -> bool:
+    """Whether the request asks what a folder it names holds ("Show me what's inside the repo folder.", "List the
+    contents of the repo folder."): a tool that lists a folder (`LISTS_FOLDERS`) goes first in the pick, where the
+    folder's name had drawn `git_branch` and `git_diff_unstaged`.
+
+    >>> [asks_folder_contents(t) for t in ("Show me what's inside the repo folder.", "List the contents of the repo folder.",
+    ...     "Which files are in my docs directory?", "Move notes.txt into the repo folder.", "Show the git log of the repo")]
+    [True, True, True, False, False]
+    """
+    return bool(_FOLDER_CONTENTS.search(request or ""))
+
+
+def contradicted(request: str, names: Sequence[str]) -> list[bool]:
+    """Per name: it carries the "un-" form of a word the request says, beside a listed name with the word itself, in a
+    request with no negation and without the "un-" form ("Show the changes I've already staged." had called
+    `git_diff_unstaged` three times against the gate's order). The pick holds such a tool far behind (`ToolCaller`).
+
+    >>> names = ["git_diff_staged", "git_diff_unstaged"]
+    >>> contradicted("Show the changes I've already staged.", names), contradicted("What haven't I staged?", names)
+    ([False, True], [False, False])
+    >>> contradicted("Show staged and unstaged changes", names), contradicted("Show the diff", names)
+    ([False, False], [False, False])
+    """
+    if re.search(r"\b(?:not|never|no)\b|n't\b", request or "", re.I):
+        return [False] * len(names)
+    said = {w.lower() for w in re.findall(r"[A-Za-z]+", request or "")}
+    parts = [set(split_identifier(name).lower().split()) for name in names]
+    return [any(p.startswith("un") and p[2:] in said and p not in said
+                and any(p[2:] in other for j, other in enumerate(parts) if j != i) for p in own)
+            for i, own in enumerate(parts)]
+
+
 def joins_name_word(request: str, name: str) -> bool:
     """The request writes a word of the tool's name as two ("Check out the main branch." and `git_checkout`, which the
     model had passed over for `git_branch`): a phrasal verb the name spells as one word.
@@ -433,7 +471,7 @@ def negated(request: str, names: Sequence[str]) -> list[bool]:
 class TurnEvidence:
     """What a turn states that a tool may take whole, read once per turn: an arithmetic expression, the kind of SQL it
     asks for, a list of paths, a question about what the assistant keeps, a fact for it to keep or something named for
-    it to forget (`nexus.gate.memory`)."""
+    it to forget (`nexus.gate.memory`), a question about what a folder holds."""
 
     expression: bool = False
     sql: str | None = None
@@ -441,21 +479,24 @@ class TurnEvidence:
     memory: bool = False
     keep: bool = False
     forget: bool = False
+    folder: bool = False
 
     @classmethod
     def of(cls, turn: str) -> "TurnEvidence":
         return cls(stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn)), asks_memory(turn),
-                   asks_to_keep(turn), asks_to_forget(turn))
+                   asks_to_keep(turn), asks_to_forget(turn), asks_folder_contents(turn))
 
     def __bool__(self) -> bool:
-        return self.expression or self.sql is not None or self.paths or self.memory or self.keep or self.forget
+        return self.expression or self.sql is not None or self.paths or self.memory or self.keep or self.forget or self.folder
 
     def joins(self, description: str, schema: Mapping[str, Any]) -> bool:
         """A tool the evidence adds to the candidates when the lookup found none like it: one that runs the SQL asked
-        for, or reads the assistant's memory for a question about it, or adds to it for a fact to keep (a calculator
+        for, or reads the assistant's memory for a question about it, or adds to it for a fact to keep, or lists a
+        folder for a question about what a folder holds (a calculator
         or a many-files reader the lookup finds by itself)."""
         return (self.sql is not None and runs_sql(description, schema, self.sql)) or (self.memory and keeps_memory(description)) \
-            or (self.keep and adds_to_memory(description)) or (self.forget and removes_from_memory(description))
+            or (self.keep and adds_to_memory(description)) or (self.forget and removes_from_memory(description)) \
+            or (self.folder and bool(LISTS_FOLDERS.search(description or "")))
 
     def fits(self, description: str, schema: Mapping[str, Any]) -> bool:
         """A tool that takes what the turn states: it leads the shortlist and overrules a NO_TOOL."""

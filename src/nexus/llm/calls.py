@@ -31,7 +31,8 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import asked_sql, asks_change, contrary, joins_name_word, negated, runs_sql, spells_name
+from nexus.gate.evidence import (LISTS_FOLDERS, asked_sql, asks_change, asks_folder_contents, contrary, contradicted,
+                                 joins_name_word, negated, runs_sql, spells_name)
 from nexus.gate.gate import opens_as_continuation
 from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_forget, asks_to_keep, keeps_memory
 from nexus.gate.novelty import acts_on_existing, introduces_new
@@ -63,6 +64,7 @@ SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 # nested values the small model fills badly, each set from what the request states (after `normalise_arguments`)
 NESTED_CONVENTIONS = (stated_replacement, stated_items, stated_relation, stated_statements)
 UNSTATED_PRIOR = 0.1  # a listed tool that does not fit what the request states (`ToolCaller._grounded`; session 12)
+CONTRADICTED = 3  # misfits for a tool whose name contradicts the request (`evidence.contradicted`): a weight of 0.001
 
 
 def _prefer(misfits: list[int], fitting: Sequence[bool]) -> list[int]:
@@ -414,6 +416,13 @@ class ToolCaller:
         # the turn spells a listed tool's whole name ("Show the directory tree …": `directory_tree`): the others go behind
         # (not a read-only one for a request to change something: "Make a new git branch" spells `git_branch`)
         misfits = _prefer(misfits, [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools])
+        # the turn asks what a folder it names holds: a listed tool that lists a folder goes first ("Show me what's inside the
+        # repo folder." had called git_diff_unstaged)
+        if asks_folder_contents(own):
+            misfits = _prefer(misfits, [bool(LISTS_FOLDERS.search(tool.description or "")) for tool in tools])
+        # a tool whose name says the "un-" form of a word the turn says plainly goes far behind ("Show the changes I've
+        # already staged." had called git_diff_unstaged against a prior of 0.05)
+        misfits = [m + CONTRADICTED * c for m, c in zip(misfits, contradicted(own, [tool.name for tool in tools]))]
         # the turn writes a word of a listed tool's name as two ("Check out the main branch.": `git_checkout`; `git_branch`
         # had been picked)
         misfits = _prefer(misfits, [joins_name_word(own, tool.name) for tool in tools])

@@ -20,7 +20,8 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from nexus.gate.evidence import WRITE_VERBS, is_path_list_parameter, is_sql_parameter, named_table, rows_table, sql_in_words
+from nexus.gate.evidence import (LISTS_FOLDERS, WRITE_VERBS, is_path_list_parameter, is_sql_parameter, named_table, rows_table,
+                                 sql_in_words)
 from nexus.llm.names import name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
@@ -71,8 +72,6 @@ _SQL_KEYWORD = r"(?:CREATE TABLE|CREATE|SELECT|INSERT|UPDATE|DELETE|DROP|ALTER|W
 SQL_KINDS = re.compile(rf"^\s*({_SQL_KEYWORD}(?:\s*,\s*(?:or\s+)?{_SQL_KEYWORD}|\s+or\s+{_SQL_KEYWORD})*)\s+SQL\b")
 
 
-# a tool that lists a folder ("Get a detailed listing of all files and directories", "a recursive tree view of files")
-_LISTS_FOLDERS = re.compile(r"\b(?:list|listing|tree)\b.*\b(?:director(?:y|ies)|folders?)\b", re.I)
 # the statements a tool's description names in capitals ("Execute a SELECT query"); CREATE alone names no statement
 _TOOL_SQL_KEYWORD = r"(?:SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|DROP TABLE|ALTER TABLE)"
 _IDENTIFIER = "[A-Za-z_][A-Za-z0-9_]*"
@@ -286,7 +285,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
                       if request and n in required and isinstance(sub, dict) and "enum" not in sub}
     if request and context:
         stated_by_name = _with_context(stated_by_name, props, context)
-    if request and (any("pattern" in n.lower() for n in props) or _LISTS_FOLDERS.search(description or "")):
+    if request and (any("pattern" in n.lower() for n in props) or LISTS_FOLDERS.search(description or "")):
         # where a search for a pattern or a folder listing starts, when the request writes no path and names no folder:
         # the server's own root ("Look for any file whose name contains notes." had searched in a folder "notes", which
         # does not exist; "What files do I have?" listed "/home/ann/notes/todo.txt", a path from the prompt's examples)
