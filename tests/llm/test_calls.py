@@ -369,7 +369,7 @@ _WRITE = Tool("write_file", "Create a new file or overwrite an existing one", _F
     ((_CREATE, _DELETE), "Show me Acme", None),
     ((_STAGED, _UNSTAGED), "What did I change that isn't staged?", "git_diff_staged"),
     ((_STAGED, _UNSTAGED), "Show the changes I haven't staged yet.", "git_diff_staged"),
-    ((_STAGED, _UNSTAGED), "What have I staged?", None),
+    ((_STAGED, _UNSTAGED), "Show me the diff.", None),  # "What have I staged?": the un- form held back (below)
     # held-out set 28: a request to save had called read_file, listed above write_file
     ((_READ, _WRITE), "Save 'call the plumber' in a file named reminders.txt.", "read_file"),
     ((_READ, _WRITE), "Display the text of notes.txt.", None)])
