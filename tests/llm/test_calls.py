@@ -786,8 +786,9 @@ def test_a_tool_named_with_the_un_form_of_what_the_request_says_goes_far_behind(
     """"Show the changes I've already staged." had called git_diff_unstaged three times against the gate's order."""
     staged = _tool("git_diff_staged", "Shows changes that are staged for commit")
     unstaged = _tool("git_diff_unstaged", "Shows changes in the working directory that are not yet staged")
-    prior = _shortlist_prior([unstaged, staged], "Show the changes I've already staged.", "git_diff_unstaged", "git_diff_staged")
-    assert prior["git_diff_unstaged"] < 0.01
+    for turn in ("Show the changes I've already staged.", "What have I staged?"):
+        prior = _shortlist_prior([unstaged, staged], turn, "git_diff_unstaged", "git_diff_staged")
+        assert prior["git_diff_unstaged"] < 0.01
     # with a "not" in the request, the word is not said plainly: the un-form is not held back
     prior = _shortlist_prior([unstaged, staged], "What haven't I staged yet?", "git_diff_unstaged", "git_diff_staged")
     assert prior["git_diff_unstaged"] > prior["git_diff_staged"]
