@@ -403,26 +403,6 @@ def asks_folder_contents(request: str) -> bool:
     return bool(_FOLDER_CONTENTS.search(request or ""))
 
 
-def contradicted(request: str, names: Sequence[str]) -> list[bool]:
-    """Per name: it carries the "un-" form of a word the request says, beside a listed name with the word itself, in a
-    request with no negation and without the "un-" form ("Show the changes I've already staged." had called
-    `git_diff_unstaged` three times against the gate's order). The pick holds such a tool far behind (`ToolCaller`).
-
-    >>> names = ["git_diff_staged", "git_diff_unstaged"]
-    >>> contradicted("Show the changes I've already staged.", names), contradicted("What haven't I staged?", names)
-    ([False, True], [False, False])
-    >>> contradicted("Show staged and unstaged changes", names), contradicted("Show the diff", names)
-    ([False, False], [False, False])
-    """
-    if re.search(r"\b(?:not|never|no)\b|n't\b", request or "", re.I):
-        return [False] * len(names)
-    said = {w.lower() for w in re.findall(r"[A-Za-z]+", request or "")}
-    parts = [set(split_identifier(name).lower().split()) for name in names]
-    return [any(p.startswith("un") and p[2:] in said and p not in said
-                and any(p[2:] in other for j, other in enumerate(parts) if j != i) for p in own)
-            for i, own in enumerate(parts)]
-
-
 def joins_name_word(request: str, name: str) -> bool:
     """The request writes a word of the tool's name as two ("Check out the main branch." and `git_checkout`, which the
     model had passed over for `git_branch`): a phrasal verb the name spells as one word.
@@ -450,6 +430,7 @@ def asks_change(request: str) -> bool:
 
 
 _NEGATED = re.compile(r"\b(?:not|never|\w+n't)\s+(?:yet\s+|been\s+|ever\s+)*([a-z]+)", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)  # any negation at all
 
 
 def negated(request: str, names: Sequence[str]) -> list[bool]:
@@ -462,9 +443,36 @@ def negated(request: str, names: Sequence[str]) -> list[bool]:
     ([True, False], [False, False])
     """
     said = {w.lower() for w in _NEGATED.findall(request or "")}
-    parts = [set(split_identifier(name).lower().split()) for name in names]
-    return [any(w in own and any("un" + w in other for j, other in enumerate(parts) if j != i) for w in said)
+    parts = _name_words(names)
+    return [any(w in own and _beside(parts, i, "un" + w) for w in said) for i, own in enumerate(parts)]
+
+
+def contradicted(request: str, names: Sequence[str]) -> list[bool]:
+    """The other way round, per name: it carries the "un-" form of a word the request says, beside a listed name with
+    the word itself, in a request with no negation and without the "un-" form ("Show the changes I've already staged."
+    had called `git_diff_unstaged` three times against the gate's order). The pick holds such a tool far behind.
+
+    >>> names = ["git_diff_staged", "git_diff_unstaged"]
+    >>> contradicted("Show the changes I've already staged.", names), contradicted("What haven't I staged?", names)
+    ([False, True], [False, False])
+    >>> contradicted("Show staged and unstaged changes", names), contradicted("Show the diff", names)
+    ([False, False], [False, False])
+    """
+    if _NEGATION.search(request or ""):
+        return [False] * len(names)
+    said = {w.lower() for w in re.findall(r"[A-Za-z]+", request or "")}
+    parts = _name_words(names)
+    return [any(p.startswith("un") and p[2:] in said and p not in said and _beside(parts, i, p[2:]) for p in own)
             for i, own in enumerate(parts)]
+
+
+def _name_words(names: Sequence[str]) -> list[set[str]]:
+    return [set(split_identifier(name).lower().split()) for name in names]
+
+
+def _beside(parts: Sequence[set[str]], i: int, word: str) -> bool:
+    """Whether a listed name other than the i-th has `word`."""
+    return any(word in other for j, other in enumerate(parts) if j != i)
 
 
 @dataclass(frozen=True)
@@ -488,6 +496,11 @@ class TurnEvidence:
 
     def __bool__(self) -> bool:
         return self.expression or self.sql is not None or self.paths or self.memory or self.keep or self.forget or self.folder
+
+    @property
+    def brings_tools(self) -> bool:
+        """Whether `joins` can accept any tool: the evidence that adds tools the lookup missed."""
+        return self.sql is not None or self.memory or self.keep or self.forget or self.folder
 
     def joins(self, description: str, schema: Mapping[str, Any]) -> bool:
         """A tool the evidence adds to the candidates when the lookup found none like it: one that runs the SQL asked

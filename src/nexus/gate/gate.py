@@ -324,7 +324,7 @@ class BoundaryGate:
         keep the assistant's memory), best first, when none of the SLB's candidates is one: "List all the titles in the
         books table." had no `read_query` among its ten (the embedder reads "titles" and "SELECT query" as unrelated),
         so its evidence had nothing to put first."""
-        if evidence.sql is None and not (evidence.memory or evidence.keep or evidence.forget or evidence.folder):
+        if not evidence.brings_tools:
             return []
         registry = self.registry
         wanted = [k for k in registry.keys() if evidence.joins(registry.get(k).description, registry.get(k).input_schema)]

@@ -73,15 +73,20 @@ _RECALL = re.compile(r"\b(?:what|anything|everything)\s+(?:do|did|have)\s+you\s+
 # "Who is Alice?": a question about someone named, and nothing else (the registry's memory may know them)
 _WHO = re.compile(r"^\W*[Ww]ho(?:'s|\s+is|\s+was)\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}\s*[?.!]*\s*$")
 _KEEPS = re.compile(r"\bknowledge\s+graph\b|\bmemor(?:y|ies)\b", re.I)
-# "Remember that Carol is a designer.", "Note down that Bob's birthday is on 12 May": a fact about someone named, to keep
-# "Store that Grace is a pilot.", "Save a new person, Grace, …": to store or save is to keep only with "that" or a new
-# someone (not "Save the file as Report.txt", "Save a new file called Plan.md")
 _SOMEONE = r"(?:person|contact|friend|colleague|relative|client|customer|company|organi[sz]ation|entity|entry|fact)"
-_KEEP = re.compile(rf"^\W*(?:please\s+)?(?:(?:remember|note(?:\s+down)?|record|keep\s+in\s+mind|don'?t\s+forget|"
-                   rf"make\s+a\s+note)\s+(?:that\s+)?|(?:add|store|save|keep)\s+(?:the|this)\s+fact\s+that\s+|(?:store|save)\s+(?:that\s+|(?=(?:a|an)\s+new\s+{_SOMEONE}\b))|"
-                   # "Add to Bob's entry that he likes chess.": the fact keeps its owner
-                   rf"add\s+(?=to\s+[A-Z][\w-]*'s\s+(?:entry|record|profile|node|notes?)\s+that\s))(?P<fact>.+)$",
-                   re.I | re.S)
+# the openings of a fact to keep; what follows them is the fact
+_KEEP_OPENINGS = (
+    # "Remember that Carol is a designer.", "Note down that Bob's birthday is on 12 May"
+    r"(?:remember|note(?:\s+down)?|record|keep\s+in\s+mind|don'?t\s+forget|make\s+a\s+note)\s+(?:that\s+)?",
+    # "Add the fact that Alice speaks French."
+    r"(?:add|store|save|keep)\s+(?:the|this)\s+fact\s+that\s+",
+    # "Store that Grace is a pilot.", "Save a new person, Grace, …": to store or save is to keep only with "that" or a
+    # new someone (not "Save the file as Report.txt", "Save a new file called Plan.md")
+    rf"(?:store|save)\s+(?:that\s+|(?=(?:a|an)\s+new\s+{_SOMEONE}\b))",
+    # "Add to Bob's entry that he likes chess.": the fact keeps its owner
+    r"add\s+(?=to\s+[A-Z][\w-]*'s\s+(?:entry|record|profile|node|notes?)\s+that\s)",
+)
+_KEEP = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(_KEEP_OPENINGS)})(?P<fact>.+)$", re.I | re.S)
 _NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
 # "Forget everything about Bob.", "Please forget Acme": something named, to be removed from what is kept
 _FORGET = re.compile(r"^\W*(?:please\s+)?forget\s+(?:all\s+|everything\s+)?(?:(?:you\s+know\s+)?about\s+)?(?P<what>.+)$", re.I | re.S)

@@ -31,10 +31,10 @@ from typing import Any, Callable, Sequence
 
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
-from nexus.gate.evidence import (LISTS_FOLDERS, asked_sql, asks_change, asks_folder_contents, contrary, contradicted,
-                                 joins_name_word, negated, runs_sql, spells_name)
+from nexus.gate.evidence import (LISTS_FOLDERS, TurnEvidence, asks_change, contrary, contradicted, joins_name_word,
+                                 negated, runs_sql, spells_name)
 from nexus.gate.gate import opens_as_continuation
-from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_forget, asks_to_keep, keeps_memory
+from nexus.gate.memory import adds_to_memory, keeps_memory
 from nexus.gate.novelty import acts_on_existing, introduces_new
 from nexus.gate.properties import asked_properties, describes_property
 from nexus.llm.anchors import quoted_after
@@ -343,7 +343,7 @@ class ToolCaller:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
         against = [contrary(turn, key) or negative for key, negative in zip(keys, negated(turn, keys))]
-        sql = asked_sql(turn)
+        evidence = TurnEvidence.of(turn)  # what the gate read in the turn's own words: SQL, memory, folders
         own, turn = turn, self._request(turn, history)
         path = bool(written_paths(turn))
         tools = [self.registry.get(k) for k in keys]
@@ -380,8 +380,8 @@ class ToolCaller:
             misfits = [m + (r < max(room)) for m, r in zip(misfits, room)]
         # a SQL statement written out goes to a listed tool that runs statements of its kind ("Run this SQL: DELETE
         # FROM notes WHERE id = 3." had called the knowledge graph's delete_relations)
-        if sql:
-            misfits = _prefer(misfits, [runs_sql(tool.description, schema, sql) for tool, schema in zip(tools, schemas)])
+        if evidence.sql:
+            misfits = _prefer(misfits, [runs_sql(tool.description, schema, evidence.sql) for tool, schema in zip(tools, schemas)])
         # the turn asks a file's size, dates or metadata: a listed tool whose description names them goes before one
         # that reads what the file holds ("How big is notes.txt?" had read it; `nexus.gate.properties`)
         if asked := asked_properties(own):
@@ -399,15 +399,15 @@ class ToolCaller:
         misfits = _prefer(misfits, [any(quoted_after(n, own) for n in properties(schema)) for schema in schemas])
         # the turn asks to keep a fact about someone named ("Remember that Dave is my dentist."): a listed tool that adds to
         # a knowledge graph or memory goes before one that does not (`append_insight`, a note tool, had been picked)
-        if asks_to_keep(own):
+        if evidence.keep:
             misfits = _prefer(misfits, [adds_to_memory(tool.description) for tool in tools])
         # the turn asks what is kept about someone ("What do I have stored about Bob?"): a listed tool that reads a
         # knowledge graph or memory goes first (`get_file_info` had been picked, with a path from the prompt's examples)
-        if asks_memory(own):
+        if evidence.memory:
             misfits = _prefer(misfits, [keeps_memory(tool.description) for tool in tools])
         # the turn asks to forget a fact ("Forget that Alice likes tennis."): a listed tool that removes statements about a
         # thing goes before one that removes the thing (`delete_entities` would delete Alice)
-        if asks_to_forget(own) and request_statement(own):
+        if evidence.forget and request_statement(own):
             misfits = _prefer(misfits, [takes_statements(schema) for schema in schemas])
         # the turn names fewer than two things: a listed tool that relates two named things goes behind ("Remember that
         # Carol is a software engineer." had created a relation from Carol to "Eric"; `llm.names`)
@@ -418,7 +418,7 @@ class ToolCaller:
         misfits = _prefer(misfits, [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools])
         # the turn asks what a folder it names holds: a listed tool that lists a folder goes first ("Show me what's inside the
         # repo folder." had called git_diff_unstaged)
-        if asks_folder_contents(own):
+        if evidence.folder:
             misfits = _prefer(misfits, [bool(LISTS_FOLDERS.search(tool.description or "")) for tool in tools])
         # a tool whose name says the "un-" form of a word the turn says plainly goes far behind ("Show the changes I've
         # already staged." had called git_diff_unstaged against a prior of 0.05)

@@ -169,12 +169,13 @@ def _row_statement(asked: str, request: str) -> str | None:
     name, value = _one_of(names), _one_of(values)
     # a column is the word the request writes before a value ("with title 'Buy milk'", "id 2"), else any short name (it
     # is often a word the request does not say: "a book called 'Dune'" is a title)
+    kinds = {n[:-1] if n.endswith("s") else n for n in names}  # what a row of the table is ("note" of notes)
     before = [w for w, _ in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
               if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names
-              and w + "s" not in names]  # "note 2": its id, also in the notes table
+              and w not in kinds]  # "note 2": its id, also in the notes table
     # "note 2" of the notes table is the row with id 2 (the model had written the columns "note" and "note_id")
-    kinds = "|".join(re.escape(n[:-1] if n.endswith("s") else n) for n in names)
-    by_id = "id" if re.search(rf"\b(?:{kinds})s?\s+(?:#\s*|no\.?\s*|number\s+)?\d+(?!\w|\.\d)", bare, re.I) else _COLUMN
+    kind = "|".join(map(re.escape, sorted(kinds)))
+    by_id = "id" if re.search(rf"\b(?:{kind})s?\s+(?:#\s*|no\.?\s*|number\s+)?\d+(?!\w|\.\d)", bare, re.I) else _COLUMN
     column = _one_of([c for w in before for c in _column_names(w)]) if before else by_id
     if asked == "DELETE FROM":
         return f"^DELETE FROM {name} WHERE {column} = {value}$"

@@ -56,10 +56,15 @@ def takes_statements(schema: Mapping[str, Any]) -> bool:
     """
     for name in (schema.get("properties") or {}):
         items = item_schema(field_schema(schema, name))
-        if items is not None and any(set(words(inner)) & STATEMENT_NAMES and item_schema(field_schema(items, inner))
-                                     for inner in (items.get("properties") or {})):
+        if items is not None and any(_statement_list(inner, items) for inner in (items.get("properties") or {})):
             return True
     return False
+
+
+def _statement_list(name: str, schema: Mapping[str, Any]) -> bool:
+    """Whether field `name` of an object `schema` is a list of strings named as statements ("observations", "contents")."""
+    items = item_schema(field_schema(schema, name))
+    return items is not None and items.get("type") == "string" and bool(set(words(name)) & STATEMENT_NAMES)
 
 
 def request_statement(request: str) -> tuple[str, bool] | None:
@@ -101,9 +106,7 @@ def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str, state
     # employees." had written contents ["Acme"])
     named = {v.strip().lower() for k, v in item.items() if isinstance(v, str) and "name" in words(k) and v.strip()}
     for name, value in item.items():
-        items = item_schema(field_schema(schema, name))
-        strings = items is not None and items.get("type") == "string"
-        if strings and set(words(name)) & STATEMENT_NAMES and isinstance(value, list) and (
+        if _statement_list(name, schema) and isinstance(value, list) and (
                 _unsaid(value, request, *stated) or any(isinstance(v, str) and v.strip().lower() in named for v in value)):
             out[name] = [_without_subject(stated[0], item) if not stated[1] else stated[0]]
     return out
