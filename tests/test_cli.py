@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -40,3 +41,17 @@ def test_a_corrupt_gate_file_is_one_clear_line_from_the_command(tmp_path):
                           capture_output=True, text=True, timeout=300, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"error: {gate}/nexus_gate.json: unreadable header" in done.stderr
+
+
+def test_quiet_threads_keeps_a_short_spin_and_a_user_setting(monkeypatch):
+    from nexus.cli.latency import SPIN_COUNT, quiet_threads
+
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    quiet_threads()
+    # a short spin, not PASSIVE: with no spin llama.cpp's OpenMP barriers sleep and a decode takes twice as long
+    assert os.environ["GOMP_SPINCOUNT"] == SPIN_COUNT
+    assert "OMP_WAIT_POLICY" not in os.environ
+    monkeypatch.setenv("GOMP_SPINCOUNT", "5")
+    quiet_threads()
+    assert os.environ["GOMP_SPINCOUNT"] == "5"

@@ -15,11 +15,18 @@ from nexus.cli.output import emit_result
 err = Console(stderr=True)
 
 
+SPIN_COUNT = "10000"  # libgomp busy-wait iterations before an idle thread sleeps (its default is 300,000)
+
+
 def quiet_threads() -> None:
-    """Idle OpenMP threads sleep instead of spinning: torch (embedder, gate) and llama.cpp share the cores,
-    and spinning pools starve each other (measured: 15 ms -> 700 ms per query embedding on 2 busy cores).
-    Must run before torch or llama.cpp is loaded; an explicit user setting wins."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    """Idle OpenMP threads spin only briefly before they sleep: torch (embedder, gate) and llama.cpp share the
+    cores, and long-spinning pools starve each other (measured: 15 ms -> 700 ms per query embedding on 2 busy
+    cores). Not OMP_WAIT_POLICY=PASSIVE, which this used to set: llama.cpp's CPU backend runs its threads on the
+    same libgomp, and with no spin at all every barrier between its graph ops sleeps and wakes — a Gemma 3 270M
+    decode took twice as long (one token 10.8 -> 22.8 ms, T N=10 `full_warm` TTFAT 112 -> 90 ms without it;
+    README, KV blocks, "Session 28"). 10,000 iterations keep llama.cpp at full speed and free a core within
+    microseconds. Must run before torch or llama.cpp is loaded; an explicit user setting wins."""
+    os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
 
 
 def progress_callback(label: str):
