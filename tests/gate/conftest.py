@@ -29,7 +29,7 @@ def tiny_groups() -> list[PairGroup]:
     return groups
 
 
-@pytest.fixture(scope="session", params=["segment-cosine", "cross-encoder", "split-cosine"])
+@pytest.fixture(scope="session", params=["segment-cosine", "cross-encoder", "split-cosine", "split-turn"])
 def tiny_trained(request):
     """(scorer, groups, loss before, loss after): 30 steps on the planted groups, for each scorer kind."""
     import torch

@@ -1,7 +1,7 @@
 """The table of pair scorers a gate can be built on; unknown kinds are errors, never a silent default.
 
 >>> sorted(SCORERS)
-['cross-encoder', 'segment-cosine', 'split-cosine']
+['cross-encoder', 'segment-cosine', 'split-cosine', 'split-turn']
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from typing import Any
 from nexus.errors import ModelError
 from nexus.gate.cross_encoder import CrossEncoderScorer, SegmentCosineScorer
 from nexus.gate.split_encoder import SplitCosineScorer
+from nexus.gate.turn_encoder import SplitTurnScorer
 
-SCORERS = {"cross-encoder": CrossEncoderScorer, "segment-cosine": SegmentCosineScorer, "split-cosine": SplitCosineScorer}
+SCORERS = {"cross-encoder": CrossEncoderScorer, "segment-cosine": SegmentCosineScorer, "split-cosine": SplitCosineScorer,
+           "split-turn": SplitTurnScorer}
 
 
 def make_scorer(kind: str, path: str | Path | None = None, **kwargs: Any) -> Any:

@@ -426,7 +426,7 @@ def train_gate(registry: Registry, slb: SemanticLookasideBuffer, labelled: Seque
     """
     if slb.registry_hash != registry.content_hash():
         raise TrainingError("the SLB is not synced with the training registry; call slb.sync(registry) first")
-    if config.joint_from is not None and config.scorer != "split-cosine":
+    if config.joint_from is not None and config.scorer not in ("split-cosine", "split-turn"):
         raise TrainingError(f"joint_from applies to the split-cosine scorer only, not {config.scorer!r}")
     rng = random.Random(config.seed)
     relevant, no_tool = _usable(labelled, registry, config.seed, slb.embedder, config.no_tool_twin)
