@@ -16,6 +16,9 @@ for "In notes.txt, change Acme to Globex."), and a wrong old text makes the edit
 {'from_currency': 'USD', 'to_currency': 'EUR'}
 >>> stated_replacement({"path": "a.txt", "edits": []}, edit, "Change Acme to Globex in a.txt")
 {'path': 'a.txt', 'edits': [{'oldText': 'Acme', 'newText': 'Globex'}]}
+>>> twice = [{"oldText": "oat milk", "newText": "milk"}] * 2
+>>> stated_replacement({"path": "n.txt", "edits": twice}, edit, "In n.txt, replace 'milk' with 'oat milk'.")
+{'path': 'n.txt', 'edits': [{'oldText': 'milk', 'newText': 'oat milk'}]}
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ def stated_replacement(arguments: Mapping[str, Any], schema: Mapping[str, Any], 
         items = sub.get("items") if isinstance(sub, Mapping) and sub.get("type") == "array" else None
         pair = _pair(items) if isinstance(items, Mapping) else None
         value = out.get(name, [])
+        if isinstance(value, list):  # the same edit written twice is one edit (held-out set 47: the pair swapped, twice)
+            value = [v for i, v in enumerate(value) if v not in value[:i]]
         if pair is None or not isinstance(value, list) or len(value) > 1:
             continue
         item = dict(value[0]) if value and isinstance(value[0], Mapping) else {}
