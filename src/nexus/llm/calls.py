@@ -34,7 +34,7 @@ from nexus.gate.decision import Action, Decision
 from nexus.gate.evidence import (LISTS_FOLDERS, TurnEvidence, asks_change, contrary, contradicted, joins_name_word,
                                  negated, runs_sql, spells_name)
 from nexus.gate.gate import opens_as_continuation
-from nexus.gate.memory import adds_to_memory, keeps_memory
+from nexus.gate.memory import adds_to_memory, keeps_memory, removes_from_memory
 from nexus.gate.novelty import acts_on_existing, introduces_new
 from nexus.gate.properties import asked_properties, describes_property
 from nexus.llm.anchors import quoted_after
@@ -42,7 +42,7 @@ from nexus.llm.base import Generation, LLMBackend, Prompt
 from nexus.llm.destructive import unstated_change
 from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.items import stated_items
-from nexus.llm.names import request_names
+from nexus.llm.names import names_as_written, request_names
 from nexus.llm.nested import properties
 from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
 from nexus.llm.relations import relates, self_related, stated_relation
@@ -62,7 +62,7 @@ SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 
 
 # nested values the small model fills badly, each set from what the request states (after `normalise_arguments`)
-NESTED_CONVENTIONS = (stated_replacement, stated_items, stated_relation, stated_statements)
+NESTED_CONVENTIONS = (stated_replacement, stated_items, stated_relation, stated_statements, names_as_written)
 UNSTATED_PRIOR = 0.1  # a listed tool that does not fit what the request states (`ToolCaller._grounded`; session 12)
 CONTRADICTED = 3  # misfits for a tool whose name contradicts the request (`evidence.contradicted`): a weight of 0.001
 
@@ -409,6 +409,12 @@ class ToolCaller:
         # thing goes before one that removes the thing (`delete_entities` would delete Alice)
         if evidence.forget and request_statement(own):
             misfits = _prefer(misfits, [takes_statements(schema) for schema in schemas])
+        # the turn asks to forget a thing it names, with no statement about it ("Remove Acme from my knowledge graph."): a
+        # listed tool that removes things goes before one that removes statements or relations (`delete_observations`
+        # had been called with no observations)
+        elif evidence.forget:
+            misfits = _prefer(misfits, [removes_from_memory(tool.description) and not takes_statements(schema)
+                                        and not relates(schema) for tool, schema in zip(tools, schemas)])
         # the turn names fewer than two things: a listed tool that relates two named things goes behind ("Remember that
         # Carol is a software engineer." had created a relation from Carol to "Eric"; `llm.names`)
         if len(request_names(own)) < 2:

@@ -16,6 +16,8 @@ writes a name (a capitalised word or run of words, other than its first word and
 (['Bob', 'Alice'], ['Globex'])
 >>> request_names("Alice now lives in Berlin, please remember that.")
 ['Alice', 'Berlin']
+>>> names_as_written({"entityNames": ["acme"], "n": 2, "note": "acme corp"}, {}, "Remove Acme from my knowledge graph.")
+{'entityNames': ['Acme'], 'n': 2, 'note': 'acme corp'}
 >>> [holds_name(n) for n in ("name", "from", "to", "entityName", "entityType", "relationType", "contents", "observations")]
 [True, True, True, True, False, False, False, False]
 """
@@ -23,6 +25,7 @@ writes a name (a capitalised word or run of words, other than its first word and
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from nexus.gate.memory import fact_before_ask
 from nexus.llm.directions import direction
@@ -81,3 +84,21 @@ def name_fields(items: dict, names: list[str], subject: str | None = None) -> No
             sub["enum"] = [subject] if subject and direction(field) is None else list(names)
             sub.pop("pattern", None)
             sub.pop("format", None)
+
+
+def names_as_written(arguments: Any, schema: Any, request: str) -> Any:
+    """`arguments` with every string that is a name the request writes, in other letter case, spelt as the request
+    writes it ("Remove Acme from my knowledge graph." had deleted the entity "acme", which the graph does not hold: its
+    names are case-sensitive). `schema` is unused: the same for every tool (a `NESTED_CONVENTIONS` entry)."""
+    written = {n.lower(): n for n in request_names(request)}
+
+    def spelt(value: Any) -> Any:
+        if isinstance(value, str):
+            return written.get(value.lower(), value) if value.lower() in written else value
+        if isinstance(value, list):
+            return [spelt(v) for v in value]
+        if isinstance(value, dict):
+            return {k: spelt(v) for k, v in value.items()}
+        return value
+
+    return spelt(arguments) if written else arguments
