@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -124,10 +124,7 @@ class SplitCosineScorer(SegmentCosineScorer):
         False: tools not cached are read for this call only and the cache is left as it was. A tool's states depend
         on the batch they were first read in (INT8's activation scale is the batch's), so what one call adds changes
         the scores of later ones by up to ~0.1 in p_no_tool: the gate's reference turns are scored aside."""
-        distinct = list(dict.fromkeys(turns))
-        seg = self._encode_turns(distinct)
-        turn_h, turn_mask = self._lower(seg), seg["attention_mask"]
-        row = {t: i for i, t in enumerate(distinct)}
+        turn_h, turn_mask, row = self._read_turns(turns)
         states = self._doc_states(docs, keep)
         out = []
         for start in range(0, len(turns), self.batch_size):
@@ -136,23 +133,35 @@ class SplitCosineScorer(SegmentCosineScorer):
             out.append(self._upper(turn_h[idx], turn_mask[idx], doc_h, doc_mask).float().numpy())
         return out
 
+    def _read_turns(self, turns: Sequence[str]) -> tuple[Any, Any, dict[str, int]]:
+        """Each distinct turn's states after the lower layers, its mask, and its row by text."""
+        distinct = list(dict.fromkeys(turns))
+        seg = self._encode_turns(distinct)
+        return self._lower(seg), seg["attention_mask"], {t: i for i, t in enumerate(distinct)}
+
     def _doc_states(self, docs: Sequence[str], keep: bool = True) -> list[Any]:
-        missing = [d for d in dict.fromkeys(docs) if d not in self._cache]
-        read: dict[str, Any] = {}
+        return self._cached(self._cache, docs, keep, self._read_states)
+
+    def _read_states(self, chunk: Sequence[str]) -> dict[str, Any]:
+        seg = self._encode_docs(chunk)
+        h = self._lower(seg)
+        return {doc: h[i, : int(seg["attention_mask"][i].sum())].clone() for i, doc in enumerate(chunk)}
+
+    def _cached(self, cache: OrderedDict, docs: Sequence[str], keep: bool, read: Callable[[Sequence[str]], dict]) -> list[Any]:
+        """Each doc's entry from the LRU `cache`, the missing ones read in batches (`read`); `keep` False: what was
+        read is used for this call only and the cache is left as it was."""
+        missing = [d for d in dict.fromkeys(docs) if d not in cache]
+        fresh: dict[str, Any] = {}
         for start in range(0, len(missing), self.batch_size):
-            chunk = missing[start:start + self.batch_size]
-            seg = self._encode_docs(chunk)
-            h = self._lower(seg)
-            for i, doc in enumerate(chunk):
-                read[doc] = h[i, : int(seg["attention_mask"][i].sum())].clone()
+            fresh.update(read(missing[start:start + self.batch_size]))
         if not keep:
-            return [read[d] if d in read else self._cache[d] for d in docs]
-        self._cache.update(read)
+            return [fresh[d] if d in fresh else cache[d] for d in docs]
+        cache.update(fresh)
         for doc in docs:
-            self._cache.move_to_end(doc)
-        while len(self._cache) > CACHE_TOOLS:
-            self._cache.popitem(last=False)
-        return [self._cache[d] for d in docs]
+            cache.move_to_end(doc)
+        while len(cache) > CACHE_TOOLS:
+            cache.popitem(last=False)
+        return [cache[d] for d in docs]
 
     def quantize(self) -> None:
         self._cache.clear()

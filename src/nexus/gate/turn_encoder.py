@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from nexus.gate.split_encoder import CACHE_TOOLS, SplitCosineScorer
+from nexus.gate.split_encoder import SplitCosineScorer
 
 
 class SplitTurnScorer(SplitCosineScorer):
@@ -75,11 +75,8 @@ class SplitTurnScorer(SplitCosineScorer):
 
     def _scored(self, turns: Sequence[str], docs: Sequence[str], keep: bool = True) -> list[np.ndarray]:
         """Each distinct turn's lower layers once, each tool's side from the cache, then the turn's upper layers."""
-        distinct = list(dict.fromkeys(turns))
-        seg = self._encode_turns(distinct)
-        turn_h, turn_mask = self._lower(seg), seg["attention_mask"]
-        row = {t: i for i, t in enumerate(distinct)}
-        sides = self._sides(docs, keep)
+        turn_h, turn_mask, row = self._read_turns(turns)
+        sides = self._cached(self.network.tool_sides, docs, keep, self._read_sides)
         out = []
         for start in range(0, len(turns), self.batch_size):
             idx = [row[t] for t in turns[start:start + self.batch_size]]
@@ -93,25 +90,14 @@ class SplitTurnScorer(SplitCosineScorer):
             out.append(self._turn_upper(turn_h[idx], turn_mask[idx], kv, doc_mask, pooled).float().numpy())
         return out
 
-    def _sides(self, docs: Sequence[str], keep: bool = True) -> list[tuple[list[tuple[Any, Any]], Any]]:
-        cache = self.network.tool_sides
-        missing = [d for d in dict.fromkeys(docs) if d not in cache]
-        read: dict[str, Any] = {}
-        for start in range(0, len(missing), self.batch_size):
-            chunk = missing[start:start + self.batch_size]
-            seg = self._encode_docs(chunk)
-            kv, pooled = self._tool_sides(seg)
-            for i, doc in enumerate(chunk):
-                n = int(seg["attention_mask"][i].sum())
-                read[doc] = ([(k[i, :, :n].clone(), v[i, :, :n].clone()) for k, v in kv], pooled[i].clone())
-        if not keep:
-            return [read[d] if d in read else cache[d] for d in docs]
-        cache.update(read)
-        for doc in docs:
-            cache.move_to_end(doc)
-        while len(cache) > CACHE_TOOLS:
-            cache.popitem(last=False)
-        return [cache[d] for d in docs]
+    def _read_sides(self, chunk: Sequence[str]) -> dict[str, Any]:
+        seg = self._encode_docs(chunk)
+        kv, pooled = self._tool_sides(seg)
+        out = {}
+        for i, doc in enumerate(chunk):
+            n = int(seg["attention_mask"][i].sum())
+            out[doc] = ([(k[i, :, :n].clone(), v[i, :, :n].clone()) for k, v in kv], pooled[i].clone())
+        return out
 
 
 def _drop_tool_sides(network: Any, incompatible_keys: Any) -> None:
