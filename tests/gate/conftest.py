@@ -46,3 +46,12 @@ def tiny_trained(request):
     fit_scorer(scorer, groups, config)
     after = mean_loss(scorer, groups, config.pointwise_weight)
     return scorer, groups, before, after
+
+
+def uncached_scores(scorer, turns, docs):
+    """A split scorer's logits with both segments computed afresh (no cached tool states)."""
+    import torch
+
+    scorer.network.eval()
+    with torch.inference_mode():
+        return scorer.logits(scorer.encode(turns, docs)).float().numpy()

@@ -8,7 +8,7 @@ import pytest
 
 from nexus.gate.split_encoder import SplitCosineScorer
 
-from .conftest import DISTRACTORS, PLANTED, PLANTED_QUERY
+from .conftest import DISTRACTORS, PLANTED, PLANTED_QUERY, uncached_scores as _uncached
 
 DOCS = [PLANTED, *DISTRACTORS]
 
@@ -19,14 +19,6 @@ def scorer():
 
     torch.set_num_threads(1)
     return SplitCosineScorer(None, max_length=64, seed=0)
-
-
-def _uncached(scorer: SplitCosineScorer, turns, docs) -> np.ndarray:
-    import torch
-
-    scorer.network.eval()
-    with torch.inference_mode():
-        return scorer.logits(scorer.encode(turns, docs)).float().numpy()
 
 
 def test_cached_scores_equal_both_segments_computed_afresh(scorer):

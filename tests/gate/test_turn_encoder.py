@@ -10,7 +10,7 @@ import pytest
 
 from nexus.gate.turn_encoder import SplitTurnScorer
 
-from .conftest import DISTRACTORS, PLANTED, PLANTED_QUERY
+from .conftest import DISTRACTORS, PLANTED, PLANTED_QUERY, uncached_scores as _uncached
 
 DOCS = [PLANTED, *DISTRACTORS]
 
@@ -21,14 +21,6 @@ def scorer():
 
     torch.set_num_threads(1)
     return SplitTurnScorer(None, max_length=64, seed=0)
-
-
-def _uncached(scorer: SplitTurnScorer, turns, docs) -> np.ndarray:
-    import torch
-
-    scorer.network.eval()
-    with torch.inference_mode():
-        return scorer.logits(scorer.encode(turns, docs)).float().numpy()
 
 
 def test_cached_sides_score_as_both_segments_computed_afresh(scorer):
