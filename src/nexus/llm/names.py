@@ -16,8 +16,10 @@ writes a name (a capitalised word or run of words, other than its first word and
 (['Bob', 'Alice'], ['Globex'])
 >>> request_names("Alice now lives in Berlin, please remember that.")
 ['Alice', 'Berlin']
->>> names_as_written({"entityNames": ["acme"], "n": 2, "note": "acme corp"}, {}, "Remove Acme from my knowledge graph.")
-{'entityNames': ['Acme'], 'n': 2, 'note': 'acme corp'}
+>>> names_as_written({"entityNames": ["acme"], "n": 2, "kind": "acme"}, {}, "Remove Acme from my knowledge graph.")
+{'entityNames': ['Acme'], 'n': 2, 'kind': 'acme'}
+>>> names_as_written({"typeName": "ethernet"}, {"properties": {"typeName": {"enum": ["ethernet"]}}}, "Ethernet status")
+{'typeName': 'ethernet'}
 >>> [holds_name(n) for n in ("name", "from", "to", "entityName", "entityType", "relationType", "contents", "observations")]
 [True, True, True, True, False, False, False, False]
 """
@@ -25,10 +27,11 @@ writes a name (a capitalised word or run of words, other than its first word and
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from nexus.gate.memory import fact_before_ask
 from nexus.llm.directions import direction
+from nexus.llm.nested import each_object, field_schema, item_schema
 from nexus.llm.values import words
 
 # a capitalised word, or a run of them ("Ada Lovelace"), with a possessive's "'s" left out
@@ -87,18 +90,21 @@ def name_fields(items: dict, names: list[str], subject: str | None = None) -> No
 
 
 def names_as_written(arguments: Any, schema: Any, request: str) -> Any:
-    """`arguments` with every string that is a name the request writes, in other letter case, spelt as the request
-    writes it ("Remove Acme from my knowledge graph." had deleted the entity "acme", which the graph does not hold: its
-    names are case-sensitive). `schema` is unused: the same for every tool (a `NESTED_CONVENTIONS` entry)."""
+    """`arguments` with each value of a field that holds a name (`holds_name`: `name`, `entityNames`, a relation's ends;
+    at the top level or in a list's objects) spelt as the request writes it when it is one of the request's names in
+    other letter case ("Remove Acme from my knowledge graph." had deleted the entity "acme", which the graph does not
+    hold: its names are case-sensitive). A field with listed choices (an enum) is left as it is."""
     written = {n.lower(): n for n in request_names(request)}
+    if not written or not isinstance(arguments, dict):
+        return arguments
 
-    def spelt(value: Any) -> Any:
-        if isinstance(value, str):
-            return written.get(value.lower(), value) if value.lower() in written else value
+    def spelt(value: Any, sub: Mapping[str, Any]) -> Any:
         if isinstance(value, list):
-            return [spelt(v) for v in value]
-        if isinstance(value, dict):
-            return {k: spelt(v) for k, v in value.items()}
-        return value
+            items = item_schema(sub) or {}
+            return value if "enum" in items else [spelt(v, items) for v in value]
+        return written.get(value.lower(), value) if isinstance(value, str) and "enum" not in sub else value
 
-    return spelt(arguments) if written else arguments
+    def fix(item: Mapping[str, Any], sub: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: spelt(v, field_schema(sub, k)) if holds_name(k) or "names" in words(k) else v for k, v in item.items()}
+
+    return each_object(arguments, schema, fix)
