@@ -343,8 +343,8 @@ def test_a_question_weighs_down_a_tool_its_server_marks_as_changing_something(tu
     status = Tool("git_status", "Shows the working tree status", {"type": "object", "properties": {}}, "s",
                   annotations={"readOnlyHint": True})
     prior = _shortlist_prior([commit, status], turn, "git_commit", "git_status")
-    if weighted:
-        assert prior["git_commit"] == pytest.approx(0.09 / 0.19) and prior["git_status"] > prior["git_commit"]
+    if weighted:  # the gate's 0.9 weighted by 0.01 (`WRITE_FOR_QUESTION`)
+        assert prior["git_commit"] == pytest.approx(0.009 / 0.109) and prior["git_status"] > prior["git_commit"]
     else:
         assert prior["git_commit"] == pytest.approx(0.9)
     plain = [Tool(t.name, t.description, t.input_schema, "s") for t in (commit, status)]  # no annotations

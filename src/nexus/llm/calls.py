@@ -65,6 +65,9 @@ SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 NESTED_CONVENTIONS = (stated_replacement, stated_items, stated_relation, stated_statements, names_as_written)
 UNSTATED_PRIOR = 0.1  # a listed tool that does not fit what the request states (`ToolCaller._grounded`; session 12)
 CONTRADICTED = 3  # misfits for a tool whose name contradicts the request (`evidence.contradicted`): a weight of 0.001
+# misfits for a tool its server marks as changing something, for a turn that only asks (a weight of 0.01): one (0.1) had
+# left "What's the state of my repository?" with git_commit, the gate's first at 0.70 (held-out set 48)
+WRITE_FOR_QUESTION = 2
 
 
 def _prefer(misfits: list[int], fitting: Sequence[bool]) -> list[int]:
@@ -359,7 +362,7 @@ class ToolCaller:
         changes = asks_change(own) and any(tool.read_only is False for tool in tools)
         # each reason a tool does not fit counts once: two reasons weigh it down twice
         misfits = [int(bool(unstated_required(schema, turn))) + (path and not takes_path(schema, tool.description))
-                   + (named and not schema.get("properties")) + (reads and tool.read_only is False)
+                   + (named and not schema.get("properties")) + WRITE_FOR_QUESTION * (reads and tool.read_only is False)
                    + (changes and tool.read_only is True) + wrong_way
                    for tool, schema, wrong_way in zip(tools, schemas, against)]
         # the request writes more clock times, zones or paths than this tool has room for, and a listed tool has more:
