@@ -415,9 +415,11 @@ class ToolCaller:
         # the turn asks to forget a thing it names, with no statement about it ("Remove Acme from my knowledge graph."): a
         # listed tool that removes things goes before one that removes statements or relations (`delete_observations`
         # had been called with no observations)
-        elif evidence.forget:
-            misfits = _prefer(misfits, [removes_from_memory(tool.description) and not takes_statements(schema)
-                                        and not relates(schema) for tool, schema in zip(tools, schemas)])
+        elif evidence.forget:  # twice (a weight of 0.01): the gate had put delete_entities at 0.04 behind delete_observations
+            # at 0.45, and one weight of 0.1 left delete_observations first (set 17)
+            removes_things = [removes_from_memory(tool.description) and not takes_statements(schema)
+                              and not relates(schema) for tool, schema in zip(tools, schemas)]
+            misfits = _prefer(_prefer(misfits, removes_things), removes_things)
         # the turn names fewer than two things: a listed tool that relates two named things goes behind ("Remember that
         # Carol is a software engineer." had created a relation from Carol to "Eric"; `llm.names`)
         if len(request_names(own)) < 2:
