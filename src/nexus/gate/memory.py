@@ -142,8 +142,9 @@ def fact_before_ask(text: str) -> str | None:
 def asks_to_keep(text: str) -> bool:
     """Whether a turn asks the assistant to keep a fact about someone or something it names ("Remember that Carol is a
     designer."); not a fact about the user alone ("Remember that I like tea.") nor an order with nothing named."""
-    kept = _KEEP.match(text or "") or _KEEP_AFTER.match(text or "")
-    return bool(kept and _NAMED.search(kept.group("fact")))
+    kept = _KEEP.match(text or "")
+    fact = kept.group("fact") if kept else fact_before_ask(text)
+    return bool(fact and _NAMED.search(fact))
 
 
 def adds_to_memory(description: str) -> bool:

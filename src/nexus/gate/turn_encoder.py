@@ -31,8 +31,7 @@ class SplitTurnScorer(SplitCosineScorer):
             self.quantize()
 
     def _clear(self) -> None:
-        self.network.tool_sides.clear()
-        self.network.stacked = {}
+        _drop_tool_sides(self.network, None)
 
     def quantize(self) -> None:
         self._clear()
