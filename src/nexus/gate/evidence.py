@@ -17,6 +17,8 @@ one). Pure Python (the signatures' identifier splitter reads parameter names).
 ('2 ** 10', '144 ** 0.5')
 >>> stated_expression("What is the sum of 2 and 3?"), stated_expression("What is 2^3?")
 ('2 + 3', '2 ** 3')
+>>> stated_expression("What's twelve times eight?"), stated_expression("Show the last two commits.")
+('12 * 8', None)
 >>> stated_expression("Add up 19, 23 and 58."), stated_expression("the product of 2, 3, and 4")
 ('19 + 23 + 58', '2 * 3 * 4')
 >>> stated_expression("Book a table on 2023-10-06 for 2"), stated_expression("my order 418901918/9568919778")
@@ -30,6 +32,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
+
+from text_to_num import alpha2digit
 
 from nexus.gate.memory import adds_to_memory, asks_memory, asks_to_forget, asks_to_keep, keeps_memory, removes_from_memory
 from nexus.paths import PATHS
@@ -84,7 +88,9 @@ _BINARY = re.compile(r"[\d)]\s*(?:\*\*|[+\-*/%])\s*[\d(]")
 
 
 def operators(text: str) -> str:
-    """`text` with arithmetic words written as operators ("3.5 times 12" -> "3.5  *  12")."""
+    """`text` with numbers written in words as digits and arithmetic words as operators ("twelve times 8" ->
+    "12  *  8"). A lone small number stays a word ("the last two commits"): `alpha2digit`'s own rule."""
+    text = alpha2digit(text, "en")
     for pattern, symbol in ARITHMETIC:
         text = re.sub(pattern, symbol, text, flags=re.I)
     return text
