@@ -101,7 +101,7 @@ def test_a_named_thing_to_create_is_a_relative_path_when_the_request_writes_none
     schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     assert grammar_schema(schema, "Create a folder named reports in the workspace.")["properties"]["path"]["enum"] == ["reports"]
     assert grammar_schema(schema, "Create a folder named reports in /data")["properties"]["path"]["enum"] == ["/data/reports"]
-    # a folder the request names without creating it is the folder it talks about (`values.unwritten_folder`)
+    # a folder the request names without creating it is the folder it talks about (`stated.unwritten_folder`)
     assert grammar_schema(schema, "Show me the folder named reports")["properties"]["path"]["enum"] == ["reports"]
 
 

@@ -13,7 +13,7 @@ MDY = {"type": "string", "description": "The date of the journey, in the format 
 
 @pytest.mark.parametrize("description, layout", [
     ("in the format 'MM/DD/YYYY'", "%m/%d/%Y"), ("format DD-MM-YYYY", "%d-%m-%Y"), ("YYYY/MM/DD", "%Y/%m/%d"),
-    ("in the format YYYY-MM-DD", None), ("a date", None),  # YYYY-MM-DD is `nexus.llm.values`' own
+    ("in the format YYYY-MM-DD", None), ("a date", None),  # YYYY-MM-DD is `nexus.llm.formats`' own
 ])
 def test_layouts_come_from_the_description(description, layout):
     assert date_layout({"type": "string", "description": description}) == layout

@@ -6,10 +6,11 @@ from datetime import date
 
 import pytest
 
-from nexus.llm.values import (flag_in_request, is_path_parameter, is_zone_parameter, mentioned, moved_into_folder,
-                              normalise_arguments, widened_globs,
-                              normalise_value, request_dates, request_full_dates, request_paths, request_zones, stated,
-                              to_hh_mm, to_iso_date, to_zone, value_format, whole_quote, whole_word)
+from nexus.llm.formats import is_zone_parameter, to_hh_mm, to_iso_date, to_zone, value_format
+from nexus.llm.parameters import flag_in_request, mentioned
+from nexus.llm.stated import is_path_parameter, request_dates, request_full_dates, request_paths, request_zones, stated
+from nexus.llm.values import moved_into_folder, normalise_arguments, normalise_value, widened_globs
+from nexus.llm.words import whole_quote, whole_word
 
 ZONE = {"type": "string", "description": "IANA timezone name (e.g., 'America/New_York', 'Europe/London')."}
 

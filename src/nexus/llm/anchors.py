@@ -20,7 +20,10 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from nexus.llm.values import NAME_FILLER, NUMBER_WORDS, SCALES, THOUSANDS_COMMA, _choices, request_coordinates, words
+from nexus.llm.choices import _choices
+from nexus.llm.parameters import NAME_FILLER
+from nexus.llm.stated import NUMBER_WORDS, SCALES, THOUSANDS_COMMA, request_coordinates
+from nexus.llm.words import words
 
 # Words between a parameter's word and its value: "equity of $10", "id is 1234", "id: 3".
 LINKS = frozenset("of is was are be equals equal".split())
@@ -108,7 +111,7 @@ def anchored_numbers(name: str, request: str) -> list[float]:
         scale = SCALES.get(tokens[i + 1], 1.0) if i + 1 < len(tokens) else 1.0
         near = parts[1:2] + _neighbours(tokens, spaced, i, 2 if scale != 1.0 else 1)  # "2-bedroom": the glued word first
         if any(_same_word(w, n.rstrip("%")) for w in own for n in near):
-            # "8%" may be 8 or 0.08: the schema decides (`nexus.llm.values.wants_fraction`)
+            # "8%" may be 8 or 0.08: the schema decides (`nexus.llm.stated.wants_fraction`)
             percent = token.endswith("%") or tokens[i + 1:i + 2] == ["percent"]
             values = (number, number / 100) if percent else (number * scale,)
             found += [v for v in values if v not in found]

@@ -48,8 +48,10 @@ from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_li
 from nexus.llm.relations import relates, self_related, stated_relation
 from nexus.llm.replacements import request_replacement, stated_replacement, takes_replacement
 from nexus.llm.statements import request_statement, stated_statements, takes_statements
-from nexus.llm.values import (asks_to_read, named_values, normalise_arguments, request_times, request_zones, room_for,
-                               stated_commit, stated_kinds, takes_path, unstated_required)
+from nexus.llm.parameters import (asks_to_read, named_values, room_for, stated_commit, stated_kinds, takes_path,
+                                   unstated_required)
+from nexus.llm.stated import request_times, request_zones
+from nexus.llm.values import normalise_arguments
 from nexus.paths import written_paths
 from nexus.registry import Registry
 from nexus.registry.tool import arguments_validator, first_argument_error
@@ -339,7 +341,7 @@ class ToolCaller:
         kept (`gate.memory.asks_memory`), or removes whole things for a fact the turn asks forgotten
         (`statements.takes_statements`), or relates two named
         things where the turn names fewer (`relations.relates`, `names.request_names`). A required revision the turn
-        states no commit for counts as an invented value (`values.unstated_required`).
+        states no commit for counts as an invented value (`parameters.unstated_required`).
         Each reason counts: a tool is weighted by UNSTATED_PRIOR once for every reason more than the best-fitting listed
         tool has (unchanged when all have as many). A soft weight: the model still overrides it when it is confident."""
         if not self.normalise:

@@ -6,7 +6,7 @@ moves. A small model that picks one of them for a request it does not fit fills 
 ...")` and overwritten the file; "Delete the note with id 2 from the notes table." had called the knowledge graph's
 `delete_relations(from: "1", to: "2", relationType: "insert")`. A wrong read costs a turn; a wrong write loses
 data, so every value such a call writes must be one the request (or the turn it leans on) states
-(`values.stated`, with two thirds of a text's words said rather than half: "A backup copy" shares only "backup"
+(`stated.stated`, with two thirds of a text's words said rather than half: "A backup copy" shares only "backup"
 with "Move notes.txt into backups"), and a file name the request writes is not what a content or text parameter
 holds ("Rename notes.txt to old_notes.txt" had called `write_file(content: "old_notes.txt")`). Booleans are the
 tool's switches, not values (`dryRun`), and are not looked up.
@@ -35,7 +35,9 @@ from typing import Any, Iterator, Mapping
 
 from nexus.gate.evidence import is_sql_parameter, runs_sql
 from nexus.llm.replacements import request_replacement, takes_replacement
-from nexus.llm.values import request_paths, stated, unstated_literals, words, words_said
+from nexus.llm.sql import unstated_literals
+from nexus.llm.stated import request_paths, stated, words_said
+from nexus.llm.words import words
 from nexus.registry import Tool
 
 _CONTENT = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file or record says
@@ -106,7 +108,7 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
 
 def _restates(value: str, request: str) -> bool:
     """The value is the request over again (four fifths of its words of three letters or more, three at least:
-    `values.words_said`): "Stage the file notes.txt." had called `write_file(path: "notes.txt", content: "Stage the
+    `stated.words_said`): "Stage the file notes.txt." had called `write_file(path: "notes.txt", content: "Stage the
     file notes.txt")` and overwritten the file.
 
     >>> _restates("Stage the file notes.txt", "Stage the file notes.txt."), _restates("buy milk", "Write 'buy milk' to a.txt")
@@ -117,7 +119,7 @@ def _restates(value: str, request: str) -> bool:
 
 
 def _spliced(value: str, request: str) -> bool:
-    """A text of two words or more that the request does not write as one run (`values.words`: case and punctuation
+    """A text of two words or more that the request does not write as one run (`words.words`: case and punctuation
     aside): what a file should say is copied whole, so pieces put together are the model's own. "In notes.txt,
     replace the word milk with bread." had called `write_file(path: "notes.txt", content: "milk bread")` and
     overwritten the file.
@@ -132,6 +134,6 @@ def _spliced(value: str, request: str) -> bool:
 
 
 def _mostly_said(value: str, request: str) -> bool:
-    """Two thirds of the value's words of three letters or more are the request's (`values.words_said`)."""
+    """Two thirds of the value's words of three letters or more are the request's (`stated.words_said`)."""
     said, own = words_said(value, request)
     return 3 * said >= 2 * own

@@ -15,7 +15,7 @@ exactly one of the two values on a side.
 >>> directed({"base_currency": ["JPY", "USD"], "target_currency": ["JPY", "USD"]},
 ...          "How much will 20000 Japanese Yen be in United States Dollar?", lambda name, text: request_currencies(text))
 {'base_currency': ['JPY'], 'target_currency': ['USD']}
->>> from nexus.llm.values import request_zones
+>>> from nexus.llm.stated import request_zones
 >>> directed({"source_timezone": ["America/Chicago", "Europe/Berlin"], "target_timezone": ["America/Chicago", "Europe/Berlin"]},
 ...          "If it's 2:30pm in Chicago, what time is it in Berlin?", lambda name, text: request_zones(text))
 {'source_timezone': ['America/Chicago'], 'target_timezone': ['Europe/Berlin']}
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Mapping, Sequence
 
-from nexus.llm.values import words
+from nexus.llm.words import words
 
 SOURCE = frozenset("from source src base origin start departure depart input sell".split())
 TARGET = frozenset("to target dest destination end arrival arrive output into quote buy".split())
@@ -93,7 +93,7 @@ def directed(stated: Mapping[str, Sequence[str]], request: str, choices_in: Call
     takes the other end from the context: "What about to Sydney?" after "Convert 10:00 from Paris time to New York
     time" is Paris to Sydney.
 
-    >>> from nexus.llm.values import request_zones
+    >>> from nexus.llm.stated import request_zones
     >>> zones = ["Australia/Sydney", "Europe/Paris", "America/New_York"]
     >>> directed({"source_timezone": zones, "target_timezone": zones}, "What about to Sydney?",
     ...          lambda name, text: request_zones(text), "Convert 10:00 from Paris time to New York time")

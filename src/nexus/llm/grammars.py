@@ -150,7 +150,7 @@ def _row_statement(asked: str, request: str) -> str | None:
     >>> _row_statement("DELETE FROM", "Delete everything from the notes table."), _row_statement("SELECT", "Show note 3")
     (None, None)
     """
-    from nexus.llm.values import quoted_spans
+    from nexus.llm.words import quoted_spans
 
     if asked not in ("INSERT INTO", "DELETE FROM", "UPDATE"):
         return None
@@ -207,7 +207,7 @@ def _read_statement(request: str) -> str | None:
     >>> print(_read_statement("How many notes are in the database?"))  # no table named: the plural of what it counts
     ^SELECT COUNT\(\*\) FROM notes$
     """
-    from nexus.llm.values import quoted_spans
+    from nexus.llm.words import quoted_spans
 
     table = (named_table(request) or rows_table(request)) if sql_in_words(request) == "read" else None
     if not table or table.lower() in _ROW_FILLER or quoted_spans(request) or re.search(r"\d", request):
@@ -249,7 +249,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     follow from the description alone — a 'City, State' format as a pattern, the statements a SQL parameter takes
     (`sql_pattern`), the values a required string's description lists as its only ones (`closed_choices`; the request
     naming one of them anchors it first), and (given the request) every
-    optional parameter the request mentions (`nexus.llm.values.mentioned`) made required, each required time
+    optional parameter the request mentions (`nexus.llm.parameters.mentioned`) made required, each required time
     zone, currency, clock time, date or file path taken from those the request states (`_stated_choices`), and each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
     stay free: constrained, the model fills them with a stated number that belongs elsewhere — measured). Each
@@ -263,8 +263,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     only the parameters the model is to write — the required ones and those the request mentions — for a decode
     after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
-    from nexus.llm.values import (bare_count, closed_choices, is_rate_parameter, mentioned, percent_only,
-                                   request_numbers, request_path_choices, unclaimed_counts, value_kind)
+    from nexus.llm.choices import closed_choices
+    from nexus.llm.parameters import bare_count, mentioned, unclaimed_counts
+    from nexus.llm.stated import is_rate_parameter, percent_only, request_numbers, request_path_choices, value_kind
 
     out = normalise_schema(schema)
     percents = percent_only(request) if request else set()
@@ -371,7 +372,7 @@ def _with_context(stated: dict[str, list[str]], props: Mapping[str, Any], contex
     ...               {"source_timezone": zone, "target_timezone": zone}, "Convert 10:00 from Paris time to New York time")
     {'source_timezone': ['Australia/Sydney', 'Europe/Paris', 'America/New_York'], 'target_timezone': ['Australia/Sydney', 'Europe/Paris', 'America/New_York']}
     """
-    from nexus.llm.values import value_kind
+    from nexus.llm.stated import value_kind
 
     kinds = {name: value_kind(name, props[name]) for name in stated}
     out = dict(stated)
@@ -425,7 +426,7 @@ def _note_length(request: str) -> int:
     >>> _note_length("Add Tokyo, a city"), _note_length("Note 'the meeting moved to Thursday afternoon at the main office'")
     (40, 60)
     """
-    from nexus.llm.values import quoted_spans
+    from nexus.llm.words import quoted_spans
 
     return max([40, *(len(q) + 2 for q in quoted_spans(request))])
 
@@ -455,7 +456,7 @@ def _cap_lists(schema: dict[str, Any], cap: int, depth: int = 0, text_cap: int |
 def _as_fractions(options: list[Any], schema: Mapping[str, Any], percents: set[float]) -> list[Any]:
     """Options without the bare number of a stated percentage when the parameter takes fractions (8% is 0.08:
     the model writes 8 when offered both — measured), or without the fraction when it asks for a percentage."""
-    from nexus.llm.values import wants_fraction
+    from nexus.llm.stated import wants_fraction
 
     fraction = wants_fraction(schema)
     drop = percents if fraction else {p / 100 for p in percents}
@@ -489,24 +490,24 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
     request states: its time zones (a zone parameter), currencies (ISO codes), clock times (HH:MM), dates
     (YYYY-MM-DD, or the layout its description spells out), file paths, or `HEAD` for a revision when the request
     asks about the latest commit and writes no hash."""
-    from nexus.llm import currencies, layouts, values
+    from nexus.llm import currencies, layouts, parameters, stated
 
-    if values.is_revision(name, schema):  # git_show had got "2024-01-15T14:30:25" for "Show me the details of the
+    if parameters.is_revision(name, schema):  # git_show had got "2024-01-15T14:30:25" for "Show me the details of the
         # latest commit." (the server refused it)
-        return ["HEAD"] if values.LATEST_COMMIT.search(request) and not values.NOT_HEAD.search(request) else []
-    kind = values.value_kind(name, schema)
+        return ["HEAD"] if parameters.LATEST_COMMIT.search(request) and not parameters.NOT_HEAD.search(request) else []
+    kind = stated.value_kind(name, schema)
     if kind == "zone":
-        return values.request_zones(request)
+        return stated.request_zones(request)
     if kind == "currency":
         return currencies.request_currencies(request)
     if kind == "layout":
         return layouts.request_dates_in(layouts.date_layout(schema), request)
     if kind == "time":
-        return sorted(values.request_times(request))
+        return sorted(stated.request_times(request))
     if kind == "date":
-        return values.request_full_dates(request)
-    if kind == "path":  # the paths it writes, else a folder it talks about (`values.unwritten_folder`)
-        return values.request_path_choices(request) or values.unwritten_folder(request)
+        return stated.request_full_dates(request)
+    if kind == "path":  # the paths it writes, else a folder it talks about (`stated.unwritten_folder`)
+        return stated.request_path_choices(request) or stated.unwritten_folder(request)
     return []
 
 

@@ -1,6 +1,6 @@
 """Dates in the layout a parameter's description spells out ("in the format 'MM/DD/YYYY'").
 
-`nexus.llm.values` handles `YYYY-MM-DD`; registries also ask for `MM/DD/YYYY`, `DD-MM-YYYY` and the like, and a
+`nexus.llm.formats` handles `YYYY-MM-DD`; registries also ask for `MM/DD/YYYY`, `DD-MM-YYYY` and the like, and a
 small model copies "May 15th" instead. The layout is read from the description only; a date is written in it
 when its year is known (from the value or from the request), never with a guessed year.
 
@@ -36,7 +36,7 @@ def date_layout(schema: Mapping[str, Any]) -> str | None:
 
 
 def _parse(value: str, layout: str) -> date | None:
-    from nexus.llm.values import to_iso_date
+    from nexus.llm.formats import to_iso_date
 
     try:
         return datetime.strptime(value.strip(), layout).date()
@@ -48,7 +48,7 @@ def _parse(value: str, layout: str) -> date | None:
 
 def to_layout(value: str, layout: str, request: str) -> str:
     """`value` as a date in `layout`; a value without a year takes the year of the request's same date."""
-    from nexus.llm.values import request_full_dates
+    from nexus.llm.stated import request_full_dates
 
     day = _parse(value, layout)
     if day is None:
@@ -63,6 +63,6 @@ def to_layout(value: str, layout: str, request: str) -> str:
 
 def request_dates_in(layout: str, request: str) -> list[str]:
     """The request's dates with a known year, in `layout` (what a required parameter may take)."""
-    from nexus.llm.values import request_full_dates
+    from nexus.llm.stated import request_full_dates
 
     return [date.fromisoformat(d).strftime(layout) for d in request_full_dates(request)]

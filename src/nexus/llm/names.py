@@ -32,7 +32,7 @@ from typing import Any, Mapping
 from nexus.gate.memory import fact_before_ask
 from nexus.llm.directions import direction
 from nexus.llm.nested import each_object, field_schema, item_schema
-from nexus.llm.values import words
+from nexus.llm.words import words
 
 # a capitalised word, or a run of them ("Ada Lovelace"), with a possessive's "'s" left out
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*(?:'[a-rt-z]\w*)?(?:\s+[A-Z][\w-]*(?:'[a-rt-z]\w*)?)*")

@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from nexus.llm.base import Prompt
-from nexus.llm.values import THOUSANDS_COMMA
+from nexus.llm.stated import THOUSANDS_COMMA
 from nexus.registry.tool import Tool
 from nexus.signatures import compile_signature
 from nexus.signatures.compiler import short_type

@@ -30,7 +30,7 @@ from typing import Any, Mapping
 from nexus.llm.directions import direction
 from nexus.llm.names import request_names
 from nexus.llm.nested import each_object, field_schema, item_schema, properties, string_fields
-from nexus.llm.values import words
+from nexus.llm.words import words
 from nexus.slb.lexical import STOPWORDS
 
 MAX_WORDS = 4   # a relation stated between two names: "manages", "works at", "is friends with"

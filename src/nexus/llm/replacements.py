@@ -27,7 +27,7 @@ import re
 from typing import Any, Mapping
 
 from nexus.llm.nested import properties, string_fields
-from nexus.llm.values import words
+from nexus.llm.words import words
 
 # a pair's first name words (not from / to: `from_currency`, `to_date` are no text to replace)
 OLD = frozenset("old original search find".split())

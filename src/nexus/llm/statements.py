@@ -35,11 +35,11 @@ from typing import Any, Mapping
 
 from nexus.gate.memory import fact_before_ask
 from nexus.llm.nested import each_object, field_schema, item_schema
-from nexus.llm.values import words
+from nexus.llm.words import words
 
 STATEMENT_NAMES = {"observation", "observations", "contents", "facts", "notes", "statements"}
 MIN_WORDS = 2
-# not `values._QUOTED`: an observation may be long, and the apostrophe inside a word ("Alice's") opens no quote
+# not `choices._QUOTED`: an observation may be long, and the apostrophe inside a word ("Alice's") opens no quote
 _QUOTED = re.compile(r"""(?<!\w)(?:'(?P<single>[^']{2,}?)'|"(?P<double>[^"]{2,}?)")(?!\w)""")
 _THAT = re.compile(r"\bthat\s+(?P<clause>[^.!?]+)", re.I)
 # where the clause says where it goes rather than what it says: "… to Alice's entry", "… in the knowledge graph"

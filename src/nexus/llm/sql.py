@@ -1,0 +1,87 @@
+"""SQL values: the statement the request writes out, a WHERE clause of values it never states dropped, and each
+column of a CREATE TABLE defined once.
+
+>>> stated_filter("SELECT * FROM notes WHERE name = 'John'", "Get every row from the notes table.")
+'SELECT * FROM notes'
+"""
+
+from __future__ import annotations
+
+import re
+
+from nexus.gate.evidence import sql_statements
+from nexus.llm.stated import stated
+
+def stated_statement(statement: str, request: str) -> str:
+    """The request's own SQL statement when it writes out exactly one (`evidence.sql_statements`) and the model wrote
+    another: "Run this SQL: DELETE FROM notes WHERE id = 3." came out as `SELECT * FROM notes WHERE id = 3`, a
+    different statement; the user's is run as written, or refused by the server as written.
+
+    >>> stated_statement("SELECT * FROM notes WHERE id = 3", "Run this SQL: DELETE FROM notes WHERE id = 3.")
+    'DELETE FROM notes WHERE id = 3'
+    >>> stated_statement("SELECT * FROM notes", "Show every note"), stated_statement("SELECT 1 FROM t;", "Run SELECT 1 FROM t")
+    ('SELECT * FROM notes', 'SELECT 1 FROM t;')
+    """
+    stated = sql_statements(request)
+    if len(stated) != 1 or " ".join(statement.rstrip(" ;").split()) == " ".join(stated[0].split()):
+        return statement
+    return stated[0]
+
+
+_CREATE_TABLE = re.compile(r"^(\s*CREATE TABLE\s+\S+\s*\()(.*)(\)\s*;?\s*)$", re.I | re.S)
+
+
+_SELECT_WHERE = re.compile(r"^(\s*SELECT\b.*?)\s+WHERE\s+(.*?)(\s+(?:GROUP\s+BY|ORDER\s+BY|LIMIT)\b.*)?$", re.I | re.S)
+# the values a SQL statement writes or compares with: quoted strings and numbers (not inside a name: "notes2", "t1.id")
+_LITERAL = re.compile(r"'((?:[^']|'')*)'|(?<![\w.])(-?\d+(?:\.\d+)?)(?![\w.])")
+
+
+def unstated_literals(statement: str, request: str) -> list[str]:
+    """The quoted strings and numbers of a SQL statement (or clause) that the request does not state (`stated`).
+
+    >>> unstated_literals("INSERT INTO notes (title, n) VALUES ('buy milk', 1000000)", "Add a note saying 'buy milk'")
+    ['1000000']
+    """
+    out = []
+    for text, number in _LITERAL.findall(statement or ""):
+        literal = number or text.replace("''", "'")
+        if literal.strip() and not stated("value", float(number) if number else literal, request, {}):
+            out.append(literal)
+    return out
+
+
+def stated_filter(statement: str, request: str) -> str:
+    """A SELECT without its WHERE clause when the clause compares with a value the request does not state: "Get every
+    row from the notes table." came out as `SELECT * FROM notes WHERE name = 'John'` (no such column, and no John
+    asked for). The rows asked for are a part of what is left. A clause of stated values stays.
+
+    >>> stated_filter("SELECT * FROM notes WHERE name = 'John' ORDER BY id", "Get every row from the notes table.")
+    'SELECT * FROM notes ORDER BY id'
+    >>> stated_filter("SELECT title FROM notes WHERE id = 2", "Show the title of note 2")
+    'SELECT title FROM notes WHERE id = 2'
+    """
+    match = _SELECT_WHERE.match(statement or "")
+    if not match:
+        return statement
+    return statement if not unstated_literals(match.group(2), request) else match.group(1) + (match.group(3) or "")
+
+
+def unique_columns(statement: str) -> str:
+    """A CREATE TABLE statement with each column defined once (the first definition kept): no database accepts a
+    column twice, and a small model repeats one ("a table called contacts with name and email columns" came out as
+    `(name TEXT, email TEXT, name TEXT)`, which sqlite refused). Anything else is returned unchanged.
+
+    >>> unique_columns("CREATE TABLE contacts (name TEXT, email TEXT, name TEXT)")
+    'CREATE TABLE contacts (name TEXT, email TEXT)'
+    >>> unique_columns("CREATE TABLE t (a NUMERIC(10, 2), b TEXT)"), unique_columns("SELECT a, a FROM t")
+    ('CREATE TABLE t (a NUMERIC(10, 2), b TEXT)', 'SELECT a, a FROM t')
+    """
+    match = _CREATE_TABLE.match(statement)
+    if not match or "(" in match.group(2):  # typed sizes or constraints with brackets: not split on commas
+        return statement
+    columns = match.group(2).split(",")
+    kept: dict[str, str] = {}
+    for column in columns:
+        if column.split() and (name := column.split()[0].strip('"`[]').lower()):
+            kept.setdefault(name, column.strip())
+    return f"{match.group(1)}{', '.join(kept.values())}{match.group(3)}" if len(kept) < len(columns) else statement
