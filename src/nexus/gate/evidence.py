@@ -198,7 +198,8 @@ WRITE_VERBS = {"insert": "INSERT INTO", "add": "INSERT INTO", "put": "INSERT INT
                "remove": "DELETE FROM", "update": "UPDATE", "change": "UPDATE", "set": "UPDATE"}
 _WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b.*(?:{_TABLE}|{_ROWS_IN_DB})", re.I)
 _READ_WORDS = re.compile(rf"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+many|count|list|show|get|fetch|find|"
-                         rf"select|give\s+me|tell\s+me|what|which|who)\b.*(?:{_TABLE}|{_ROWS_IN_DB})", re.I)
+                         rf"select|give\s+me|tell\s+me|what|which|who|pull|grab|retrieve|return|display|print|dump|read|"
+                         rf"look\s+up|query)\b.*(?:{_TABLE}|{_ROWS_IN_DB})", re.I)
 _ABOUT_SCHEMA = re.compile(r"\b(columns?|schema|structure|fields?|describe|definition|tables|create|drop|rename)\b", re.I)
 
 
@@ -209,6 +210,8 @@ def sql_in_words(text: str) -> str | None:
 
     >>> sql_in_words("How many books are in the books table?"), sql_in_words("Delete the note with id 2 from the notes table.")
     ('read', 'write')
+    >>> sql_in_words("Pull the first five rows from the notes table."), sql_in_words("Read the notes table")
+    ('read', 'read')
     >>> sql_in_words("What columns does the books table have?"), sql_in_words("Which tables are in the database?")
     (None, None)
     >>> sql_in_words("Create a table named tasks."), sql_in_words("What is a table?"), sql_in_words("Book a table for 2")

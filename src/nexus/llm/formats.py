@@ -168,6 +168,8 @@ def to_zone(value: str, cities: bool = True) -> str | None:
     ('America/New_York', 'Asia/Tokyo', 'America/Los_Angeles', None)
     >>> to_zone("Cape Town"), to_zone("Las Vegas"), to_zone("Marseille"), to_zone("Alice"), to_zone("The")  # geonames
     ('Africa/Johannesburg', 'America/Los_Angeles', 'Europe/Paris', None, None)
+    >>> to_zone("Toronto, Canada"), to_zone("Paris, France"), to_zone("Atlantis, Nowhere")
+    ('America/Toronto', 'Europe/Paris', None)
     """
     names, by_city = _zones()
     text = value.strip()
@@ -182,7 +184,12 @@ def to_zone(value: str, cities: bool = True) -> str | None:
     if text in names:
         return text  # a legacy name ("GB", "Cuba") with no better match
     people, zone = _cities().get(key, (0, "")) if cities else (0, "")
-    return zone if zone in names and (people >= CITY_PEOPLE or " " in key) else None
+    if zone in names and (people >= CITY_PEOPLE or " " in key):
+        return zone
+    if "," in text:  # "Toronto, Canada" (held-out set 51: the time server refused it): the place, else where it is
+        head, tail = text.split(",", 1)
+        return to_zone(head, cities) or to_zone(tail, cities)
+    return None
 
 
 def to_iso_date(value: str, today: date | None = None) -> str | None:
