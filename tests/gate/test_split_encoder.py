@@ -84,8 +84,7 @@ def test_weights_changed_in_place_never_meet_stale_states(scorer):
 
 
 def test_scores_read_aside_leave_the_cache_and_later_scores_as_they_were():
-    """The gate's reference turns (`nexus.gate.reference`) are scored aside: with INT8 weights a tool's cached states
-    depend on the batch they were first read in, and reading them first for other turns had moved later scores."""
+    """The gate's reference turns (`nexus.gate.reference`) are scored aside: what they read is not kept."""
     aside = SplitCosineScorer(None, max_length=64, seed=0, quantize=True)
     plain = SplitCosineScorer(None, max_length=64, seed=0, quantize=True)
     first = aside.score(["hello there, how are you?"] * 3, DOCS[1:4], keep=False)
@@ -93,3 +92,15 @@ def test_scores_read_aside_leave_the_cache_and_later_scores_as_they_were():
     turns = [PLANTED_QUERY] * len(DOCS)
     assert aside.score(turns, DOCS) == pytest.approx(plain.score(turns, DOCS), abs=1e-6)
     assert list(aside._cache) == list(plain._cache)
+
+
+def test_with_int8_weights_a_tools_states_do_not_depend_on_the_tools_read_with_it():
+    """INT8's activation scale is the batch's: a tool read beside other tools had states that depended on them, so a turn's
+    decision depended on what the cache had read before it (held-out set 51: "How are you doing today?" was NO_TOOL on its
+    own and a SHORTLIST after twenty demo turns). Each tool is read alone."""
+    first = SplitCosineScorer(None, max_length=64, seed=0, quantize=True)
+    later = SplitCosineScorer(None, max_length=64, seed=0, quantize=True)
+    first.score(["hello there"] * 3, DOCS[:3])            # DOCS[2] first read beside DOCS[0] and DOCS[1]
+    later.score(["hello there"] * 3, DOCS[2:5])           # ... and here beside two others
+    turns = [PLANTED_QUERY] * len(DOCS)
+    assert first.score(turns, DOCS) == pytest.approx(later.score(turns, DOCS), abs=1e-6)

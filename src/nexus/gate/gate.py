@@ -311,7 +311,7 @@ class BoundaryGate:
             scores = []
             for turn, vector in zip(turns, vectors):
                 hits = self.slb.search(turn, k=self.k, query_vec=vector)
-                # scored aside: what they read must not change the scores of the registry's own turns
+                # scored aside: the tools they read are not kept in the cache the registry's own turns use
                 scores.append(self.score(turn, hits, keep=False)[1].p_no_tool if hits else 1.0)
             floor = no_tool_floor(scores, self.model.calibration.thresholds.no_tool)
             log.info("gate: NO_TOOL threshold %.4f on this registry (calibrated %.4f; lowest reference turn %.4f)",

@@ -121,9 +121,7 @@ class SplitCosineScorer(SegmentCosineScorer):
 
     def _scored(self, turns: Sequence[str], docs: Sequence[str], keep: bool = True) -> list[np.ndarray]:
         """Each distinct turn read once, each tool's lower states from the cache, then the upper layers. `keep`
-        False: tools not cached are read for this call only and the cache is left as it was. A tool's states depend
-        on the batch they were first read in (INT8's activation scale is the batch's), so what one call adds changes
-        the scores of later ones by up to ~0.1 in p_no_tool: the gate's reference turns are scored aside."""
+        False: tools not cached are read for this call only and the cache is left as it was."""
         turn_h, turn_mask, row = self._read_turns(turns)
         states = self._doc_states(docs, keep)
         out = []
@@ -143,9 +141,14 @@ class SplitCosineScorer(SegmentCosineScorer):
         return self._cached(self._cache, docs, keep, self._read_states)
 
     def _read_states(self, chunk: Sequence[str]) -> dict[str, Any]:
-        seg = self._encode_docs(chunk)
-        h = self._lower(seg)
-        return {doc: h[i, : int(seg["attention_mask"][i].sum())].clone() for i, doc in enumerate(chunk)}
+        """Each tool's lower-layer states, each tool read alone: INT8's activation scale is the batch's, so a tool read
+        beside others got states that depended on which tools came with it, and a turn's decision on what the cache
+        had read before it ("How are you doing today?" was NO_TOOL on its own and a SHORTLIST after twenty demo turns)."""
+        states = {}
+        for doc in chunk:
+            seg = self._encode_docs([doc])
+            states[doc] = self._lower(seg)[0].clone()
+        return states
 
     def _cached(self, cache: OrderedDict, docs: Sequence[str], keep: bool, read: Callable[[Sequence[str]], dict]) -> list[Any]:
         """Each doc's entry from the LRU `cache`, the missing ones read in batches (`read`); `keep` False: what was
