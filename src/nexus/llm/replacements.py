@@ -76,8 +76,16 @@ def takes_replacement(schema: Mapping[str, Any]) -> bool:
 
 def stated_replacement(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
     """`arguments` with the request's one replacement in the tool's old / new pair (top level, or the single item of
-    a list of such pairs, made when the list is empty); unchanged when the request states none or the tool has no
-    such pair."""
+    a list of such pairs: the list holds that one edit, whatever the model wrote); unchanged when the request states none
+    or the tool has no such pair. Held-out set 53: "In notes.txt, change 'milk' to 'almond milk'." had written the edit
+    swapped, then the right one, and the server refused the first.
+
+    >>> schema = {"properties": {"path": {"type": "string"}, "edits": {"type": "array", "items": {"properties": {
+    ...     "oldText": {"type": "string"}, "newText": {"type": "string"}}}}}}
+    >>> stated_replacement({"path": "n.txt", "edits": [{"oldText": "almond milk", "newText": "milk"},
+    ...     {"oldText": "milk", "newText": "almond milk"}]}, schema, "In n.txt, change 'milk' to 'almond milk'.")
+    {'path': 'n.txt', 'edits': [{'oldText': 'milk', 'newText': 'almond milk'}]}
+    """
     out = dict(arguments)
     stated = request_replacement(request)
     if stated is None:
@@ -90,9 +98,7 @@ def stated_replacement(arguments: Mapping[str, Any], schema: Mapping[str, Any], 
         items = sub.get("items") if isinstance(sub, Mapping) and sub.get("type") == "array" else None
         pair = _pair(items) if isinstance(items, Mapping) else None
         value = out.get(name, [])
-        if isinstance(value, list):  # the same edit written twice is one edit (held-out set 47: the pair swapped, twice)
-            value = [v for i, v in enumerate(value) if v not in value[:i]]
-        if pair is None or not isinstance(value, list) or len(value) > 1:
+        if pair is None or not isinstance(value, list):
             continue
         item = dict(value[0]) if value and isinstance(value[0], Mapping) else {}
         item.update(zip(pair, stated))
