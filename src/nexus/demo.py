@@ -104,8 +104,8 @@ def unpinned(tool: Any, pins: dict[str, Any]) -> Any:
     >>> from nexus.registry import Tool
     >>> t = Tool("git_log", "Shows the commit logs", {"type": "object", "properties": {"repo_path": {"type": "string"},
     ...     "max_count": {"type": "integer"}}, "required": ["repo_path"]}, "git")
-    >>> unpinned(t, {"repo_path": "/r"}).input_schema
-    {'type': 'object', 'properties': {'max_count': {'type': 'integer'}}, 'required': []}
+    >>> unpinned(t, {"repo_path": "/r"}).input_schema, unpinned(t, {"repo_path": "/r"}).pinned
+    ({'type': 'object', 'properties': {'max_count': {'type': 'integer'}}, 'required': []}, {'repo_path': '/r'})
     """
     from dataclasses import replace
 
@@ -116,7 +116,7 @@ def unpinned(tool: Any, pins: dict[str, Any]) -> Any:
     schema["properties"] = {name: sub for name, sub in props.items() if name not in pins}
     if isinstance(schema.get("required"), list):
         schema["required"] = [name for name in schema["required"] if name not in pins]
-    return replace(tool, input_schema=schema)
+    return replace(tool, input_schema=schema, pinned={name: value for name, value in pins.items() if name in props})
 
 
 async def run_demo(nexus: Any, servers: dict[str, Any], requests: Sequence[str], *,

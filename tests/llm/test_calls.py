@@ -453,6 +453,25 @@ def test_a_tool_without_room_for_the_paths_the_request_writes_is_weighted_down(t
         assert prior[first] == pytest.approx(0.9)
 
 
+_BRANCH = Tool("git_create_branch", "Creates a new branch from an optional base branch", {"type": "object", "properties": {
+    "branch_name": {"type": "string"}}, "required": ["branch_name"]}, "s", pinned={"repo_path": "/ws/repo"})
+_MKDIR = Tool("create_directory", "Create a new directory or ensure a directory exists.", {"type": "object",
+              "properties": {"path": {"type": "string"}}, "required": ["path"]}, "s")
+
+
+@pytest.mark.parametrize("turn, weighted", [
+    ("Create a branch called feature-x in the repository /ws/repo", None),
+    ("Create a branch called feature-x in /ws/other", "git_create_branch")])
+def test_a_path_the_request_writes_for_a_pinned_parameter_is_no_path_to_place(turn, weighted):
+    """The demo pins mcp-server-git's `repo_path` (`demo.unpinned`): "Create a branch called feature-x in the repository
+    {repo}" had weighed git_create_branch down for the path, and create_directory made a folder in the repository."""
+    prior = _shortlist_prior([_BRANCH, _MKDIR], turn, "git_create_branch", "create_directory")
+    if weighted is None:
+        assert prior["git_create_branch"] == pytest.approx(0.9)
+    else:
+        assert prior["git_create_branch"] < prior["create_directory"]
+
+
 def routed_call(tool: Tool, arguments: str, turn: str):
     """The call the LLM path makes when the gate routes `turn` to `tool` and the model writes `arguments`."""
     reg = Registry()

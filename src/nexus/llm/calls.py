@@ -350,8 +350,12 @@ class ToolCaller:
         against = [contrary(turn, key) or negative for key, negative in zip(keys, negated(turn, keys))]
         evidence = TurnEvidence.of(turn)  # what the gate read in the turn's own words: SQL, memory, folders
         own, turn = turn, self._request(turn, history)
-        path = bool(written_paths(turn))
         tools = [self.registry.get(k) for k in keys]
+        # a path the turn writes as the value of a parameter the set-up fills (`Tool.pinned`) is no path to place: "Create
+        # a branch called feature-x in the repository /ws/repo" had weighed git_create_branch (repo_path pinned) down
+        # against create_directory, and a directory was made
+        pins = {str(value).rstrip("/") for tool in tools for value in tool.pinned.values()}
+        path = any(p.rstrip("/") not in pins for p in written_paths(turn))
         schemas = [tool.input_schema for tool in tools]
         # names are looked for only when a listed tool takes nothing (the known words are every listed tool's text)
         named = any(not schema.get("properties") for schema in schemas) and bool(

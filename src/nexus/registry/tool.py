@@ -49,6 +49,9 @@ class Tool:
     # MCP tool annotations as the server sent them (readOnlyHint, destructiveHint, ...): hints about what a call does,
     # not part of what the tool is (left out of `content_hash`)
     annotations: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # parameters the set-up fills at call time, taken out of the schema the model sees (the demo pins mcp-server-git's
+    # `repo_path`), with their values: a request that writes such a value has not written a path for the model to place
+    pinned: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @cached_property
     def content_hash(self) -> str:
