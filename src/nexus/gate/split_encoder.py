@@ -141,22 +141,20 @@ class SplitCosineScorer(SegmentCosineScorer):
         return self._cached(self._cache, docs, keep, self._read_states)
 
     def _read_states(self, chunk: Sequence[str]) -> dict[str, Any]:
-        """Each tool's lower-layer states, each tool read alone: INT8's activation scale is the batch's, so a tool read
-        beside others got states that depended on which tools came with it, and a turn's decision on what the cache
-        had read before it ("How are you doing today?" was NO_TOOL on its own and a SHORTLIST after twenty demo turns)."""
-        states = {}
-        for doc in chunk:
-            seg = self._encode_docs([doc])
-            states[doc] = self._lower(seg)[0].clone()
-        return states
+        seg = self._encode_docs(chunk)
+        h = self._lower(seg)
+        return {doc: h[i, : int(seg["attention_mask"][i].sum())].clone() for i, doc in enumerate(chunk)}
 
     def _cached(self, cache: OrderedDict, docs: Sequence[str], keep: bool, read: Callable[[Sequence[str]], dict]) -> list[Any]:
-        """Each doc's entry from the LRU `cache`, the missing ones read in batches (`read`); `keep` False: what was
-        read is used for this call only and the cache is left as it was."""
-        missing = [d for d in dict.fromkeys(docs) if d not in cache]
+        """Each doc's entry from the LRU `cache`, the missing ones read by `read` one doc at a time: INT8's activation
+        scale is the batch's, so a tool read beside others got states that depended on which tools came with it, and a
+        turn's decision on what the cache had read before it ("How are you doing today?" was NO_TOOL on its own and a
+        SHORTLIST after twenty demo turns). `keep` False: what was read is used for this call only and the cache is left
+        as it was."""
         fresh: dict[str, Any] = {}
-        for start in range(0, len(missing), self.batch_size):
-            fresh.update(read(missing[start:start + self.batch_size]))
+        for doc in dict.fromkeys(docs):
+            if doc not in cache:
+                fresh.update(read([doc]))
         if not keep:
             return [fresh[d] if d in fresh else cache[d] for d in docs]
         cache.update(fresh)
