@@ -174,3 +174,41 @@ def test_a_relation_of_a_thing_to_itself_is_held_back_and_the_model_picks_again(
     decision = Decision(Action.SHORTLIST, (Hit("create_relations", 0.9, 0.5, 0.0), Hit("create_entities", 0.8, 0.5, 0.0)), p_top1=0.9)
     call = ToolCaller(backend, reg).call(turn, decision)
     assert call.tool == "create_entities" and any("to itself" in e for e in call.errors)
+
+
+def test_a_path_copied_from_the_prompts_examples_is_held_back_and_the_model_picks_again():
+    """"Show me the two most recent notes." had called read_file("/home/ann/notes/todo.txt"), the prompt example's
+    path: no file of the user's. The model picks again among the other candidates."""
+    backend = ScriptedBackend(arguments=['{"path": "/home/ann/notes/todo.txt"}', '{"path": "notes.txt"}'],
+                              choices=["read_file", "read_file"])
+    reg = _registry()
+    reg.set_source("more", [Tool("read_notes", "Read the notes.", {"type": "object", "properties": {
+        "path": {"type": "string"}}, "required": ["path"]}, "more")])
+    call = ToolCaller(backend, reg).call("Show me the two most recent notes.", _decision("read_file", "read_notes"))
+    assert call.tool == "read_notes" and any("prompt's examples" in e for e in call.errors)
+    # the same path, written by the request, is the user's
+    backend = ScriptedBackend(arguments=['{"path": "/home/ann/notes/todo.txt"}'], choices=["read_file"])
+    call = ToolCaller(backend, _registry()).call("Show /home/ann/notes/todo.txt", _decision("read_file", "write_file"))
+    assert (call.tool, call.valid, call.errors) == ("read_file", True, ())
+
+
+def test_a_fact_to_forget_never_removes_the_whole_thing():
+    """"Forget that Alice speaks Spanish." had called delete_entities(["Alice", "Spanish"]), deleting Alice; a tool
+    that removes statements (delete_observations) is picked instead. "Forget Alice." may remove her."""
+    kill = Tool("delete_entities", "Delete multiple entities and their associated relations from the knowledge graph",
+                {"type": "object", "properties": {"entityNames": {"type": "array", "items": {"type": "string"}}},
+                 "required": ["entityNames"]}, "memory", annotations=WRITES)
+    forget = Tool("delete_observations", "Delete specific observations from entities in the knowledge graph",
+                  {"type": "object", "properties": {"deletions": {"type": "array", "items": {"type": "object", "properties": {
+                      "entityName": {"type": "string"}, "observations": {"type": "array", "items": {"type": "string"}}}}}},
+                   "required": ["deletions"]}, "memory", annotations=WRITES)
+    reg = Registry()
+    reg.set_source("memory", [kill, forget, UNLINK])
+    fact = '{"deletions": [{"entityName": "Alice", "observations": ["speaks Spanish"]}]}'
+    backend = ScriptedBackend(arguments=['{"entityNames": ["Alice"]}', fact], choices=["delete_entities", "delete_observations"])
+    call = ToolCaller(backend, reg).call("Forget that Alice speaks Spanish.", _decision("delete_entities", "delete_observations"))
+    assert call.tool == "delete_observations" and call.valid
+    assert any("removes whole things" in e for e in call.errors)
+    backend = ScriptedBackend(arguments=['{"entityNames": ["Alice"]}'], choices=["delete_entities"])
+    call = ToolCaller(backend, reg).call("Forget Alice.", _decision("delete_entities", "delete_observations"))
+    assert (call.tool, call.arguments, call.valid) == ("delete_entities", {"entityNames": ["Alice"]}, True)

@@ -367,3 +367,17 @@ def test_an_insert_takes_the_value_the_request_pairs_with_each_column():
     assert normalise_arguments(told, schema, "Add a note titled 'Gym' saying at six") == told
     update = {"query": "UPDATE notes SET body = 'oat milk' WHERE title = 'Buy milk'"}
     assert normalise_arguments(update, schema, "Set the body of 'Buy milk' to 'oat milk'") == update
+
+
+@pytest.mark.parametrize("request_, written, sent", [
+    ("Pull the first five rows from the notes table.", "SELECT * FROM notes", "SELECT * FROM notes LIMIT 5"),
+    ("Show the top 3 notes.", "SELECT * FROM notes ORDER BY id;", "SELECT * FROM notes ORDER BY id LIMIT 3;"),
+    ("Show the first two notes.", "SELECT * FROM notes LIMIT 9", "SELECT * FROM notes LIMIT 9"),  # the model's own LIMIT
+    ("Show note 5.", "SELECT * FROM notes WHERE id = 5", "SELECT * FROM notes WHERE id = 5"),  # no count of rows
+    ("Delete the first 2 rows.", "DELETE FROM notes WHERE id <= 2", "DELETE FROM notes WHERE id <= 2"),  # no SELECT
+])
+def test_a_select_returns_as_many_rows_as_the_request_asks_for(request_, written, sent):
+    """"Pull the first five rows from the notes table." had returned every row."""
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+              "required": ["query"]}
+    assert normalise_arguments({"query": written}, schema, request_) == {"query": sent}

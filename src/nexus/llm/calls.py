@@ -44,10 +44,10 @@ from nexus.llm.grammars import arguments_gbnf
 from nexus.llm.items import stated_items
 from nexus.llm.names import names_as_written, request_names
 from nexus.llm.nested import properties
-from nexus.llm.prompts import Exchange, PromptBuilder, schema_line, signature_line
+from nexus.llm.prompts import Exchange, PromptBuilder, copied_example, schema_line, signature_line
 from nexus.llm.relations import relates, self_related, stated_relation
 from nexus.llm.replacements import request_replacement, stated_replacement, takes_replacement
-from nexus.llm.statements import request_statement, stated_statements, takes_statements
+from nexus.llm.statements import forgets_the_thing, request_statement, stated_statements, takes_statements
 from nexus.llm.parameters import (asks_to_read, named_values, room_for, stated_commit, stated_kinds, takes_path,
                                    unstated_required)
 from nexus.llm.stated import request_times, request_zones
@@ -259,10 +259,14 @@ class ToolCaller:
         if not self.normalise or call.tool is None or not call.valid:
             return None
         tool = self.registry.get(call.tool)
+        request = self._request(turn, history)
+        copied = copied_example(call.arguments or {}, request)
+        if copied is not None:  # a file of the prompt's examples, not of the user's: another tool is picked
+            return f"{call.tool}: {copied}"
         itself = self_related(call.arguments or {}, tool.input_schema)
         if itself is not None:  # a write no request asks for: the model picks again without this tool
             return f"{call.tool} would relate {itself!r} to itself"
-        return unstated_change(tool, call.arguments, self._request(turn, history))
+        return forgets_the_thing(tool, request) or unstated_change(tool, call.arguments, request)
 
     def _second_pick(self, turn: str, decision: Decision, history: Sequence[Exchange], first: ToolCall,
                      held: str) -> ToolCall:
@@ -276,8 +280,10 @@ class ToolCaller:
         prior = self._grounded(rank_prior(decision.p_top1, len(keys)), keys, turn, history) if self.fuse_prior else None
         second = self.attempt(turn, keys[::-1], "signature", history, prior[::-1] if prior else None)
         gen = second.generation
-        again = second.error or unstated_change(self.registry.get(second.key), second.arguments,
-                                                self._request(turn, history))
+        request = self._request(turn, history)
+        tool = self.registry.get(second.key)
+        again = second.error or copied_example(second.arguments or {}, request) or forgets_the_thing(tool, request) or \
+            unstated_change(tool, second.arguments, request)
         if again is None:
             return ToolCall(second.key, second.arguments, None, True, Action.SHORTLIST, first.attempts + 1, errors,
                             t_end=gen.t_end, t_call_first_arg=gen.t_first_token, **common)

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from nexus.gate.evidence import (LISTS_FOLDERS, WRITE_VERBS, is_path_list_parameter, is_sql_parameter, named_table, rows_table,
                                  sql_in_words)
-from nexus.llm.names import fact_subject, name_fields, request_names
+from nexus.llm.names import fact_subject, holds_names, name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
 log = logging.getLogger(__name__)
@@ -304,6 +304,11 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if kind == "scalars" and is_path_list_parameter(name, sub) and (paths := request_path_choices(request)):
             # a list of files takes the paths the request writes
             sub["items"]["enum"] = paths  # (git_add had got ["stage_notes.txt"] for "Stage notes.txt.")
+        elif kind == "scalars" and holds_names(name) and (names := request_names(request)):
+            # a list of names takes the names the request writes, each once ("Delete Acme from memory." had written
+            # entityNames ["Acme", "Acme", ...] to the token cap, and the turn fell through to another tool)
+            sub["items"]["enum"] = names
+            sub["maxItems"] = min(int(sub.get("maxItems", len(names))), len(names))
         if kind == "choices" or (kind == "scalars" and "maxItems" not in sub):
             # at most as many items as the request separates; a list of choices holds the ones the request names,
             # one each ("English fiction section and free Wi-Fi" -> ["Fiction", "Wi-Fi"]): uncapped, the model

@@ -16,12 +16,16 @@ writes a name (a capitalised word or run of words, other than its first word and
 (['Bob', 'Alice'], ['Globex'])
 >>> request_names("Alice now lives in Berlin, please remember that.")
 ['Alice', 'Berlin']
+>>> request_names("Alice no longer works at Acme, remove that link."), request_names("This is Bob's desk. Who is Eve?")
+(['Alice', 'Acme'], ['Bob', 'Eve'])
 >>> names_as_written({"entityNames": ["acme"], "n": 2, "kind": "acme"}, {}, "Remove Acme from my knowledge graph.")
 {'entityNames': ['Acme'], 'n': 2, 'kind': 'acme'}
 >>> names_as_written({"typeName": "ethernet"}, {"properties": {"typeName": {"enum": ["ethernet"]}}}, "Ethernet status")
 {'typeName': 'ethernet'}
 >>> [holds_name(n) for n in ("name", "from", "to", "entityName", "entityType", "relationType", "contents", "observations")]
 [True, True, True, True, False, False, False, False]
+>>> [holds_names(n) for n in ("entityNames", "names", "typeNames", "observations", "name")]
+[True, True, False, False, False]
 """
 
 from __future__ import annotations
@@ -38,12 +42,21 @@ from nexus.llm.words import words
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*(?:'[a-rt-z]\w*)?(?:\s+[A-Z][\w-]*(?:'[a-rt-z]\w*)?)*")
 _SENTENCE = re.compile(r"(?:^|[.!?]\s+)\W*([A-Z][\w'-]*)")
 _KIND = frozenset(("type", "kind", "category", "class"))
+# a sentence that opens with its subject and a verb of what it is, does or has ("Alice no longer works at Acme",
+# "Bob is Alice's manager"): its first word is the subject's name, unless a pronoun, determiner or question word
+_STATES = re.compile(r"[A-Z][\w-]*\s+(?:is|was|has|had|now|no|still|never|also|works|worked|lives|lived|likes|liked|"
+                     r"loves|knows|knew|manages|managed|reports|speaks|owns|owned|moved|joined|left|leads|led|plays|"
+                     r"studies|teaches|prefers|married|became|uses)\b(?!')")
+_NOT_SUBJECT = frozenset("it this that these those there here he she they we you what who which where when why how my "
+                         "your our his her their its all each every some any one please thanks thank hi hello "
+                         "also just then so and but or if".split())
 
 
 def request_names(request: str) -> list[str]:
     """The names the request writes, in order, each once: capitalised words and runs of them, not a sentence's first
-    word (unless it follows a colon) nor "I"."""
-    openings = {m.start(1) for m in _SENTENCE.finditer(request or "")}
+    word (unless it follows a colon, or opens a statement about itself: `_STATES`) nor "I"."""
+    openings = {m.start(1) for m in _SENTENCE.finditer(request or "")
+                if not (_STATES.match(request, m.start(1)) and m.group(1).lower() not in _NOT_SUBJECT)}
     if fact_before_ask(request):  # "Alice now lives in Berlin, please remember that.": the fact opens with its subject
         openings.discard(len(request) - len(request.lstrip(" \t\n\"'(")))
     names: list[str] = []
@@ -61,6 +74,12 @@ def holds_name(field: str) -> bool:
     type or kind (`entityType`, `relationType`)."""
     parts = set(words(field))
     return not parts & _KIND and ("name" in parts or direction(field) is not None)
+
+
+def holds_names(field: str) -> bool:
+    """Whether a list of strings holds names of things (`entityNames`, `names`), not of types or kinds."""
+    parts = set(words(field))
+    return "names" in parts and not parts & _KIND
 
 
 def fact_subject(request: str) -> str | None:

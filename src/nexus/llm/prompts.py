@@ -110,6 +110,33 @@ EXAMPLES = (
 )
 
 
+# the home folders the examples' paths sit in ("/home/ann"): no request's file is there unless the request says so
+_EXAMPLE_HOMES = frozenset("/".join(value.split("/")[:3]) for *_, arguments in EXAMPLES for value in arguments.values()
+                           if isinstance(value, str) and value.startswith("/") and value.count("/") >= 3)
+
+
+def copied_example(arguments: Any, request: str) -> str | None:
+    """Why a call must not run when it writes a path from the prompt's examples that the request does not state (None:
+    it may): "Show me the two most recent notes." had called `read_file("/home/ann/notes/todo.txt")`, the read_file
+    example's path, which is no file of the user's.
+
+    >>> copied_example({"path": "/home/ann/notes/todo.txt"}, "Show me the two most recent notes.")
+    "it writes '/home/ann/notes/todo.txt', a path of the prompt's examples the request does not state"
+    >>> copied_example({"paths": ["/home/ann/a.txt"]}, "Read /home/ann/a.txt"), copied_example({"path": "a.txt"}, "")
+    (None, None)
+    """
+    values = [arguments] if isinstance(arguments, str) else list(arguments.values()) if isinstance(arguments, Mapping) \
+        else list(arguments) if isinstance(arguments, (list, tuple)) else []
+    for value in values:
+        if not isinstance(value, str):
+            found = copied_example(value, request)
+            if found:
+                return found
+        elif any(home in value and home not in (request or "") for home in _EXAMPLE_HOMES):
+            return f"it writes {value!r}, a path of the prompt's examples the request does not state"
+    return None
+
+
 ANSWER_SHOT = (  # a greeting and "who are you" too: with two examples "Hi!" ran on, "I'm sorry to hear that…" ×4
     "Each request below gets a short, friendly answer in one sentence from a helpful assistant.\n\n"
     "Request: Hello!\n"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from text_to_num import alpha2digit
+
 from nexus.gate.evidence import sql_statements
 from nexus.llm.stated import stated
 
@@ -64,6 +66,34 @@ def stated_filter(statement: str, request: str) -> str:
     if not match:
         return statement
     return statement if not unstated_literals(match.group(2), request) else match.group(1) + (match.group(3) or "")
+
+
+_SELECT = re.compile(r"^\s*SELECT\b", re.I)
+_HAS_LIMIT = re.compile(r"\bLIMIT\b", re.I)
+# "the first five rows", "top 3", "limit it to 10", "show 4 records": how many rows the request asks for
+_ROWS_ASKED = re.compile(r"\b(?:first|top|limit(?:ed)?(?: it)? to|only|just)\s+(\d+)\b(?!\s*(?:%|percent|am|pm|:))|"
+                         r"\b(\d+)\s+(?:rows|records|entries|results)\b", re.I)
+
+
+def stated_limit(statement: str, request: str) -> str:
+    """A SELECT with `LIMIT n` when the request asks for n rows ("Pull the first five rows from the notes table." had
+    returned every row) and the model wrote no LIMIT; anything else is returned unchanged.
+
+    >>> stated_limit("SELECT * FROM notes", "Pull the first five rows from the notes table.")
+    'SELECT * FROM notes LIMIT 5'
+    >>> stated_limit("SELECT * FROM notes;", "Show 3 records of notes"), stated_limit("SELECT * FROM t LIMIT 2", "top 9")
+    ('SELECT * FROM notes LIMIT 3;', 'SELECT * FROM t LIMIT 2')
+    >>> stated_limit("SELECT * FROM notes WHERE id = 5", "Show note 5"), stated_limit("DELETE FROM t", "the first 2 rows")
+    ('SELECT * FROM notes WHERE id = 5', 'DELETE FROM t')
+    """
+    if not _SELECT.match(statement or "") or _HAS_LIMIT.search(statement):
+        return statement
+    asked = {int(a or b) for a, b in _ROWS_ASKED.findall(alpha2digit(request or "", "en"))}
+    if len(asked) != 1 or not 0 < next(iter(asked)) <= 10_000:
+        return statement
+    body = statement.rstrip()
+    end = ";" if body.endswith(";") else ""
+    return f"{body.rstrip(';').rstrip()} LIMIT {asked.pop()}{end}"
 
 
 def unique_columns(statement: str) -> str:

@@ -33,9 +33,11 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from nexus.gate.memory import fact_before_ask
+from nexus.gate.memory import asks_to_forget, fact_before_ask, removes_from_memory
 from nexus.llm.nested import each_object, field_schema, item_schema
+from nexus.llm.relations import relates
 from nexus.llm.words import words
+from nexus.registry import Tool
 
 STATEMENT_NAMES = {"observation", "observations", "contents", "facts", "notes", "statements"}
 MIN_WORDS = 2
@@ -69,6 +71,23 @@ def _statement_list(name: str, schema: Mapping[str, Any]) -> bool:
     """Whether field `name` of an object `schema` is a list of strings named as statements ("observations", "contents")."""
     items = item_schema(field_schema(schema, name))
     return items is not None and items.get("type") == "string" and bool(set(words(name)) & STATEMENT_NAMES)
+
+
+def forgets_the_thing(tool: Tool, request: str) -> str | None:
+    """Why a call must not run (None: it may): the request asks to forget a fact about something ("Forget that Alice
+    speaks Spanish.") and the tool removes whole things from a memory, neither statements about them nor relations
+    between them: `delete_entities(["Alice", "Spanish"])` had deleted Alice.
+
+    >>> kill = Tool("delete_entities", "Delete multiple entities and their associated relations from the knowledge graph",
+    ...             {"type": "object", "properties": {"entityNames": {"type": "array", "items": {"type": "string"}}}}, "m")
+    >>> forgets_the_thing(kill, "Forget that Alice speaks Spanish."), forgets_the_thing(kill, "Forget Alice.")
+    ('delete_entities removes whole things, and the request asks to forget a fact about one', None)
+    """
+    if not (asks_to_forget(request) and request_statement(request) and removes_from_memory(tool.description)):
+        return None
+    if takes_statements(tool.input_schema) or relates(tool.input_schema):
+        return None
+    return f"{tool.name} removes whole things, and the request asks to forget a fact about one"
 
 
 def request_statement(request: str) -> tuple[str, bool] | None:

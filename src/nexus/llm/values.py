@@ -28,7 +28,7 @@ from nexus.llm.formats import is_zone_parameter, to_expression, to_hh_mm, to_iso
 from nexus.llm.inserts import stated_insert
 from nexus.llm.layouts import date_layout, to_layout
 from nexus.llm.parameters import _ENDS, flag_in_request
-from nexus.llm.sql import stated_filter, stated_statement, unique_columns
+from nexus.llm.sql import stated_filter, stated_limit, stated_statement, unique_columns
 from nexus.llm.stated import _HERE, _NAMED_FOLDER, YEAR, request_full_dates, stated
 from nexus.llm.words import trimmed, whole_quote, whole_word, words
 
@@ -52,7 +52,8 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
     if is_expression_parameter(name, schema):
         return whole_expression(to_expression(value), request)
     if is_sql_parameter(name, schema):
-        return unique_columns(stated_insert(stated_filter(stated_statement(value, request), request), request))
+        statement = stated_filter(stated_statement(value, request), request)
+        return unique_columns(stated_insert(stated_limit(statement, request), request))
     fmt = value_format(schema)
     if fmt == "date":
         iso = to_iso_date(value)
