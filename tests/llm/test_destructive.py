@@ -212,3 +212,12 @@ def test_a_fact_to_forget_never_removes_the_whole_thing():
     backend = ScriptedBackend(arguments=['{"entityNames": ["Alice"]}'], choices=["delete_entities"])
     call = ToolCaller(backend, reg).call("Forget Alice.", _decision("delete_entities", "delete_observations"))
     assert (call.tool, call.arguments, call.valid) == ("delete_entities", {"entityNames": ["Alice"]}, True)
+
+
+def test_a_name_to_remove_is_written_as_the_request_writes_it():
+    """"Delete the note with id 2." had deleted the graph entity "note 2", words the request never writes together."""
+    kill = Tool("delete_entities", "Delete entities from the knowledge graph.", {"type": "object", "properties": {
+        "entityNames": {"type": "array", "items": {"type": "string"}}}}, "memory", annotations=WRITES)
+    why = unstated_change(kill, {"entityNames": ["note 2"]}, "Delete the note with id 2.")
+    assert why and "'note 2' puts together words" in why
+    assert unstated_change(kill, {"entityNames": ["Acme Corp"]}, "Delete Acme Corp from memory.") is None

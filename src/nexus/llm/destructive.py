@@ -34,6 +34,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from nexus.gate.evidence import is_sql_parameter, runs_sql
+from nexus.llm.names import holds_names
 from nexus.llm.replacements import request_replacement, takes_replacement
 from nexus.llm.sql import unstated_literals
 from nexus.llm.stated import request_paths, stated, words_said
@@ -100,7 +101,8 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
         as_path = isinstance(value, str) and request_paths(value) == [value.strip()]
         if not stated("path" if as_path else name, value, request, schema) or (isinstance(value, str) and not _mostly_said(value, request)):
             return f"{tool.name} may destroy data (its server says so) and the request does not state its {name} {value!r}"
-        if isinstance(value, str) and _CONTENT.search(name) and _spliced(value, request):
+        if isinstance(value, str) and (_CONTENT.search(name) or holds_names(name)) and _spliced(value, request):
+            # a name is copied whole too: "Delete the note with id 2." had deleted the graph entity "note 2"
             return (f"{tool.name} may destroy data (its server says so) and its {name} {value!r} puts together words the "
                     "request does not write together")
     return None
