@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from nexus.llm.choices import _choices
+from nexus.llm.choices import schema_choices
 from nexus.llm.parameters import NAME_FILLER
 from nexus.llm.stated import NUMBER_WORDS, SCALES, THOUSANDS_COMMA, request_coordinates
 from nexus.llm.words import words
@@ -48,11 +48,11 @@ def stated_choices(schema: Mapping[str, Any], request: str, min_listed: int = MI
     >>> stated_choices({"type": "string", "description": "One of 'breakfast', 'lunch', 'dinner' or 'snack'"}, "as a snack")
     ['snack']
     """
-    listed = isinstance(schema.get("enum"), list) or len(_choices(schema)) >= min_listed
+    listed = isinstance(schema.get("enum"), list) or len(schema_choices(schema)) >= min_listed
     if not listed or schema.get("type") not in ("string", None):
         return []
     text = f" {' '.join(words(request))} "
-    return [c for c in dict.fromkeys(_choices(schema)) if words(c) and f" {' '.join(words(c))} " in text]
+    return [c for c in dict.fromkeys(schema_choices(schema)) if words(c) and f" {' '.join(words(c))} " in text]
 
 
 def _own_words(name: str) -> list[str]:

@@ -13,7 +13,7 @@ _QUOTED = re.compile(r"'([^']{1,40})'|\"([^\"]{1,40})\"")
 _NOT_A_CHOICE = frozenset(("true", "false", "dontcare", "none", "null", "", "all", "any", "default"))
 
 
-def _choices(schema: Mapping[str, Any]) -> list[str]:
+def schema_choices(schema: Mapping[str, Any]) -> list[str]:
     """The values a string parameter (or a list's items) may take: its enum, else the quoted examples its
     description gives ("'metric' or 'imperial'")."""
     out: list[str] = []

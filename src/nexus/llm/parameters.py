@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from nexus.llm.choices import _choices
+from nexus.llm.choices import schema_choices
 from nexus.llm.formats import value_format
 from nexus.llm.layouts import date_layout
 from nexus.llm.stated import NUMBER_WORDS, NUMERIC_DATE, YEAR, request_dates, request_times, request_zones, value_kind
-from nexus.llm.words import _stem, quoted_spans, words
+from nexus.llm.words import prefix_stem, quoted_spans, words
 from nexus.paths import written_paths
 from nexus.slb.lexical import STOPWORDS
 
@@ -193,7 +193,7 @@ def named_values(request: str, known: str = "") -> list[str]:
     return [v for v in dict.fromkeys(found) if words(v) and not set(words(v)) <= known_words]
 
 
-_ENDS = re.compile(r"^(source|destination|src|dest|dst|target)(_?(path|file|dir))?$", re.I)  # the two ends of a move
+MOVE_ENDS = re.compile(r"^(source|destination|src|dest|dst|target)(_?(path|file|dir))?$", re.I)  # the two ends of a move
 _ABOUT_FILES = re.compile(r"\b(files?|director(y|ies)|folders?|paths?)\b", re.I)
 
 
@@ -222,7 +222,7 @@ def _path_room(name: str, schema: Mapping[str, Any], description: str) -> int:
     if room:
         return room
     said = "path" in words(name) or "path" in words(str(schema.get("description", "")))
-    ends = bool(_ENDS.match(name)) and schema.get("type") in ("string", None) and bool(_ABOUT_FILES.search(description or ""))
+    ends = bool(MOVE_ENDS.match(name)) and schema.get("type") in ("string", None) and bool(_ABOUT_FILES.search(description or ""))
     return int(said or ends)
 
 
@@ -247,18 +247,18 @@ def mentioned(name: str, schema: Mapping[str, Any], request: str) -> bool:
     >>> mentioned("max_count", {"type": "integer"}, "the last 3 commits")  # a bare count: `grammar_schema` decides
     False
     """
-    said = {_stem(w) for w in words(request)}
+    said = {prefix_stem(w) for w in words(request)}
     own = _name_words(name)
-    if own and sum(_stem(w) in said for w in own) * 2 >= len(own):
+    if own and sum(prefix_stem(w) in said for w in own) * 2 >= len(own):
         return True
     text = f" {' '.join(words(request))} "
-    if any(words(c) and f" {' '.join(words(c))} " in text for c in _choices(schema)):
+    if any(words(c) and f" {' '.join(words(c))} " in text for c in schema_choices(schema)):
         return True
     fmt = value_format(schema)
     if (fmt == "date" or date_layout(schema)) and request_dates(request) or fmt == "time" and request_times(request):
         return True
     # a count of something the parameter's description names ("Maximum number of commits")
-    if schema.get("type") in ("integer", "number") and counted(request) & {_stem(w) for w in _name_words(str(schema.get("description", "")))}:
+    if schema.get("type") in ("integer", "number") and counted(request) & {prefix_stem(w) for w in _name_words(str(schema.get("description", "")))}:
         return True
     return "year" in words(name) and schema.get("type") in ("integer", "number", "string") and bool(YEAR.search(request))
 
@@ -292,8 +292,8 @@ def unclaimed_counts(request: str, props: Mapping[str, Any]) -> set[str]:
         if not isinstance(sub, Mapping):
             continue
         if sub.get("type") in ("integer", "number"):
-            claimed |= {_stem(w) for w in words(f"{name} {sub.get('description', '')}")}
-        claimed |= {_stem(w) for choice in _choices(sub) for w in words(choice)}
+            claimed |= {prefix_stem(w) for w in words(f"{name} {sub.get('description', '')}")}
+        claimed |= {prefix_stem(w) for choice in schema_choices(sub) for w in words(choice)}
     return counted(request) - claimed
 
 
@@ -305,7 +305,7 @@ def counted(request: str) -> set[str]:
     ['commi', 'tags']
     """
     said = words(request)
-    return {_stem(b) for a, b in zip(said, said[1:])
+    return {prefix_stem(b) for a, b in zip(said, said[1:])
             if (a.isdigit() or a in NUMBER_WORDS and NUMBER_WORDS[a] >= 1) and len(b) >= 3 and b.isalpha()
             and b not in STOPWORDS and b not in NUMBER_WORDS}
 
@@ -330,12 +330,12 @@ def flag_in_request(name: str, schema: Mapping[str, Any], request: str) -> Any:
     (True, None)
     """
     options = _flag_options(schema)
-    own = [_stem(w) for w in _name_words(name)]
+    own = [prefix_stem(w) for w in _name_words(name)]
     if options is None or not own:
         return None
     said = words(request)
-    hits = [i for i, w in enumerate(said) if _stem(w) in own]
-    if len({_stem(said[i]) for i in hits}) * 2 < len(own):
+    hits = [i for i, w in enumerate(said) if prefix_stem(w) in own]
+    if len({prefix_stem(said[i]) for i in hits}) * 2 < len(own):
         return None
     before = said[max(0, hits[0] - 3):hits[0]]
     return options[1] if any(w in NEGATIONS for w in before) else options[0]

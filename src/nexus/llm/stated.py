@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from nexus.llm.choices import closed_choices
 from nexus.llm.formats import is_zone_parameter, to_hh_mm, to_iso_date, to_zone, value_format
 from nexus.llm.layouts import date_layout, request_dates_in
-from nexus.llm.words import _stem, words
+from nexus.llm.words import prefix_stem, words
 
 # a thousands separator: a comma between digits with exactly three after it ("$10,000"; not "2,3,4")
 THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -149,9 +149,9 @@ def request_path_choices(request: str) -> list[str]:
 
 
 _FOLDER_SAID = re.compile(r"\b(?:folder|directory|dir|workspace)\b", re.I)
-_NAMED_FOLDER = re.compile(r"\b(?:the|my|our)\s+([\w-]+)\s+(?:folder|directory|dir)\b|\b(?:folder|directory)\s+(?:called|named)\s+[\"'`]?([\w-]+)", re.I)
+NAMED_FOLDER = re.compile(r"\b(?:the|my|our)\s+([\w-]+)\s+(?:folder|directory|dir)\b|\b(?:folder|directory)\s+(?:called|named)\s+[\"'`]?([\w-]+)", re.I)
 # words before "folder" that name where one works, not a folder inside it: the server's own root
-_HERE = frozenset("workspace current working home root this main base top project same".split())
+HERE_WORDS = frozenset("workspace current working home root this main base top project same".split())
 
 
 def unwritten_folder(request: str) -> list[str]:
@@ -170,8 +170,8 @@ def unwritten_folder(request: str) -> list[str]:
     """
     if request_paths(request) or not _FOLDER_SAID.search(request or ""):
         return []
-    named = [a or b for a, b in _NAMED_FOLDER.findall(request or "")]
-    return list(dict.fromkeys(n for n in named if n.lower() not in _HERE)) or ["."]
+    named = [a or b for a, b in NAMED_FOLDER.findall(request or "")]
+    return list(dict.fromkeys(n for n in named if n.lower() not in HERE_WORDS)) or ["."]
 
 
 def is_path_parameter(name: str, schema: Mapping[str, Any]) -> bool:
@@ -263,9 +263,9 @@ def words_said(value: str, request: str) -> tuple[int, int]:
     >>> words_said("A backup copy", "Move notes.txt into backups")
     (1, 2)
     """
-    said = {_stem(w) for w in words(request)}
+    said = {prefix_stem(w) for w in words(request)}
     own = [w for w in words(value) if len(w) >= 3]
-    return sum(_stem(w) in said for w in own), len(own)
+    return sum(prefix_stem(w) in said for w in own), len(own)
 
 
 def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None = None) -> bool:
@@ -280,8 +280,8 @@ def stated(name: str, value: Any, request: str, schema: Mapping[str, Any] | None
     True
     """
     if isinstance(value, bool):
-        said = {_stem(w) for w in words(request)}
-        return any(_stem(w) in said for w in words(name) if len(w) >= 4)
+        said = {prefix_stem(w) for w in words(request)}
+        return any(prefix_stem(w) in said for w in words(name) if len(w) >= 4)
     if isinstance(value, (int, float)):
         return float(value) in request_numbers(request)
     fmt = value_format(schema) if isinstance(value, str) and schema else None

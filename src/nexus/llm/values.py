@@ -27,9 +27,9 @@ from nexus.gate.evidence import is_expression_parameter, is_sql_parameter
 from nexus.llm.formats import is_zone_parameter, to_expression, to_hh_mm, to_iso_date, to_zone, value_format, whole_expression
 from nexus.llm.inserts import stated_insert
 from nexus.llm.layouts import date_layout, to_layout
-from nexus.llm.parameters import _ENDS, flag_in_request
+from nexus.llm.parameters import MOVE_ENDS, flag_in_request
 from nexus.llm.sql import stated_filter, stated_limit, stated_statement, unique_columns
-from nexus.llm.stated import _HERE, _NAMED_FOLDER, YEAR, request_full_dates, stated
+from nexus.llm.stated import HERE_WORDS, NAMED_FOLDER, YEAR, request_full_dates, stated
 from nexus.llm.words import trimmed, whole_quote, whole_word, words
 
 
@@ -258,14 +258,14 @@ def moved_into_folder(arguments: Mapping[str, Any], request: str) -> dict[str, A
     """
     from nexus.llm.directions import direction
 
-    ends = {direction(n): n for n in arguments if _ENDS.match(n)}
+    ends = {direction(n): n for n in arguments if MOVE_ENDS.match(n)}
     source, target = arguments.get(ends.get("source", "")), arguments.get(ends.get("target", ""))
     if not isinstance(source, str) or source != target:
         return dict(arguments)
     for cue in re.finditer(r"\b(?:into|to|in)\s+", request or "", re.I):  # the folder named after the cue
-        named = _NAMED_FOLDER.match(request, cue.end())
+        named = NAMED_FOLDER.match(request, cue.end())
         folder = named and (named.group(1) or named.group(2))
-        if folder and folder.lower() not in _HERE:
+        if folder and folder.lower() not in HERE_WORDS:
             return {**arguments, ends["target"]: f"{folder}/{source.rstrip('/').rsplit('/', 1)[-1]}"}
     return dict(arguments)
 

@@ -19,7 +19,7 @@ def words(text: str) -> list[str]:
     return _WORD.findall(_CAMEL.sub(" ", str(text)).lower())
 
 
-def _stem(word: str) -> str:
+def prefix_stem(word: str) -> str:
     return word[:5]
 
 
