@@ -381,3 +381,17 @@ def test_a_select_returns_as_many_rows_as_the_request_asks_for(request_, written
     schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
               "required": ["query"]}
     assert normalise_arguments({"query": written}, schema, request_) == {"query": sent}
+
+
+def test_a_rename_onto_itself_takes_its_source_from_the_request():
+    """Held-out set 56: "Rename notes.txt to notes-old.txt." had called move_file(notes-old.txt -> notes-old.txt)."""
+    from nexus.llm.values import moved_into_folder
+
+    request = "Rename notes.txt to notes-old.txt."
+    assert moved_into_folder({"source": "notes-old.txt", "destination": "notes-old.txt"}, request) == \
+        {"source": "notes.txt", "destination": "notes-old.txt"}
+    # a move the model wrote with two ends is left as written, and a move into a named folder still goes there
+    assert moved_into_folder({"source": "notes.txt", "destination": "notes-old.txt"}, request) == \
+        {"source": "notes.txt", "destination": "notes-old.txt"}
+    assert moved_into_folder({"source": "notes.txt", "destination": "notes.txt"}, "Move notes.txt into the archive folder.") \
+        == {"source": "notes.txt", "destination": "archive/notes.txt"}

@@ -255,13 +255,23 @@ def moved_into_folder(arguments: Mapping[str, Any], request: str) -> dict[str, A
     {'source': 'notes.txt', 'destination': 'archive/notes.txt'}
     >>> moved_into_folder({"source": "a.txt", "destination": "b.txt"}, "Rename a.txt to b.txt in the docs folder")
     {'source': 'a.txt', 'destination': 'b.txt'}
+    >>> moved_into_folder({"source": "final.txt", "destination": "final.txt"}, "Rename draft.txt to final.txt.")
+    {'source': 'draft.txt', 'destination': 'final.txt'}
     """
-    from nexus.llm.directions import direction
+    from nexus.llm.directions import _placed, direction
+    from nexus.paths import written_paths
 
     ends = {direction(n): n for n in arguments if MOVE_ENDS.match(n)}
     source, target = arguments.get(ends.get("source", "")), arguments.get(ends.get("target", ""))
     if not isinstance(source, str) or source != target:
         return dict(arguments)
+    # the request writes both ends and places one with its cue ("Rename notes.txt to notes-old.txt." had called
+    # `move_file(source: "notes-old.txt", destination: "notes-old.txt")`; held-out set 56): each end its own path
+    paths = list(dict.fromkeys(written_paths(request)))
+    if len(paths) == 2 and source in paths:
+        _, placed = _placed(paths, request, written_paths)
+        if placed is not None:
+            return {**arguments, ends["source"]: next(p for p in paths if p != placed), ends["target"]: placed}
     for cue in re.finditer(r"\b(?:into|to|in)\s+", request or "", re.I):  # the folder named after the cue
         named = NAMED_FOLDER.match(request, cue.end())
         folder = named and (named.group(1) or named.group(2))
