@@ -89,6 +89,31 @@ def test_choose_walks_the_name_trie(backend):
         backend.choose(prompt, options, prior=[1.0])
 
 
+def test_choose_prefills_the_tokens_every_option_starts_with_with_the_prompt(backend, monkeypatch):
+    builder = PromptBuilder()
+    prompt = builder.call_prompt("Show me the last commits", ["git_log(repo_path) Commit history\n",
+                                                              "git_status(repo_path) Working tree status\n"])
+    options = ["git_log", "git_status", "git_show"]
+    paths = [backend._segment(" " + option, prompt.special) for option in options]
+    shared = paths[0][:next(i for i in range(len(paths[0])) if len({tuple(p[:i + 1]) for p in paths}) > 1)]
+    assert len(shared) >= 1  # " git" (and "_") come before the names part
+    backend.reset()
+    cold = backend.choose(prompt, options)
+    prompt_tokens = backend.tokens(prompt)
+    assert backend.context.tokens(backend.seq)[:len(prompt_tokens) + len(shared)] == prompt_tokens + shared
+    assert cold.prompt_tokens == len(prompt_tokens) and cold.prefilled_tokens >= len(prompt_tokens) + len(shared)
+    # from a warm prompt, the first batch decoded is the shared tokens themselves: no pass for the prompt's last
+    # token alone (whose logits would only have said what every option says)
+    backend.prefill(prompt)
+    batches: list[int] = []
+    decode = type(backend.context).decode
+    monkeypatch.setattr(type(backend.context), "decode",
+                        lambda self, tokens, *rest, **kw: (batches.append(len(tokens)), decode(self, tokens, *rest, **kw))[1])
+    warm = backend.choose(prompt, options[::-1])
+    assert batches[0] == len(shared)
+    assert warm.option == cold.option  # the same pick whatever the order, warm or cold
+
+
 def test_overflow_is_refused_before_decoding(backend):
     with pytest.raises(ContextOverflow):
         backend.generate(Prompt(("word " * 3000,)), max_tokens=8)

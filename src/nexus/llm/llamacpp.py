@@ -312,8 +312,14 @@ class LlamaCppBackend:
                 node.mass += weights[index]
             if node.end is None:
                 node.end = index
-        prefilled = self._sync(tokens, prompt)
         node, pending = root, []
+        while len(node.children) == 1 and node.end is None:  # tokens every option starts with: prefilled with the prompt
+            token, node = next(iter(node.children.items()))
+            pending.append(token)
+        if not node.children:  # one option: nothing to compare, so nothing past the prompt is needed
+            return Selection(options[node.end], len(tokens), self._sync(tokens, prompt), time.perf_counter())
+        prefilled = self._sync(tokens + pending, prompt)
+        pending = []
         while node.children:
             if len(node.children) == 1 and node.end is None:
                 token, node = next(iter(node.children.items()))
