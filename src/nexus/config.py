@@ -85,13 +85,13 @@ class KVSettings(BaseSettings):
 
     # on by default since session 5: with blocks compiled in the live path's cells (`SchemaBlockCompiler.canonical`),
     # `nexus bench latency --paths nexus,nexus_kv --sizes 50 --limit 20` on dev split D1 made the same call with blocks on
-    # and off on 20 of 20 turns (README, KV blocks); `off` keeps the plain prefill
+    # and off on 20 of 20 turns (docs/history.md, KV blocks); `off` keeps the plain prefill
     blocks: Literal["on", "off"] = Field("on", description="inject compiled KV blocks for routed schemas and shortlist signatures (llama.cpp backend; `off`: prefill them)")
     dir: Path | None = Field(None, description="block folder; default <cache_dir>/kv")
     budget_mb: int = Field(512, description="disk budget of the block folder (least recently used blocks evicted)")
     audit: bool = Field(False, description="re-prefill every injected prompt too and log top-1 / KL against it and the batch noise floor (slow)")
     # threshold 0 (every block off its anchor re-prefilled, with what follows it: exactly the plain path) chosen on
-    # dev split D1 (`nexus bench kv --tools D1/tools.json --limit 6`, README): EPIC's first 32 tokens were 2-15x the
+    # dev split D1 (`nexus bench kv --tools D1/tools.json --limit 6`, docs/history.md): EPIC's first 32 tokens were 2-15x the
     # noise floor at drift 16-256 and flipped top-1 on 1 of 3 shortlists; the suffix re-decode was worse
     repair: str = Field("epic", description="repair method off the anchor: epic (re-decode the block's first r tokens) | suffix (its last r)")
     threshold: int = Field(0, description="drift (positions off the anchor) beyond which a block is re-prefilled")
@@ -100,7 +100,7 @@ class KVSettings(BaseSettings):
     # Isolated tool lines (`Prompt.isolated`): every line of a shortlist then comes from its compiled block exactly
     # (moved into place in its saved state, no repair), so nexus_kv prefills what full_warm does. On since session 8:
     # on dev split D3 (`nexus bench latency --sizes 10,25 --limit 20`) nexus_kv TTFAT p50 286 / 302 ms vs 439 / 468
-    # sequential (full_warm 321 / 310), the same tool and argument accuracy and calls (README, KV blocks); without
+    # sequential (full_warm 321 / 310), the same tool and argument accuracy and calls (docs/history.md, KV blocks); without
     # blocks each line is its own batch, so nexus's SHORTLIST turns cost more (1,267 vs 1,057 ms at N=10)
     isolated_lines: bool = Field(True, description="encode a ROUTE / SHORTLIST prompt's tool lines independently of "
                                  "each other (each behind the header alone; the request attends to all), so that each "
@@ -135,7 +135,7 @@ class Settings(BaseSettings):
     n_threads: int = Field(2, description="CPU threads for llama.cpp")
     # one-prompt since session 6: on dev split D3 (`nexus bench latency --sizes 10,25 --limit 20`) the same tools,
     # arguments right 0.45 / 0.65 vs 0.40 / 0.55 with two prompts, TTFAT p50 -29..-41 % (nexus), -6..-22 % (nexus_kv);
-    # showing the gate's top candidate's full schema first instead lost 10-15 points of tool accuracy (README)
+    # showing the gate's top candidate's full schema first instead lost 10-15 points of tool accuracy (docs/history.md)
     shortlist_view: Literal["one-prompt", "two-prompts"] = Field("one-prompt", description="a SHORTLIST turn: one-prompt "
         "(the model picks from the candidates' signatures and its arguments continue that prompt, under the picked tool's "
         "full-schema grammar) | two-prompts (the arguments in a second prompt that shows the picked tool's full schema)")

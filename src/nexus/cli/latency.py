@@ -24,7 +24,7 @@ def quiet_threads() -> None:
     cores). Not OMP_WAIT_POLICY=PASSIVE, which this used to set: llama.cpp's CPU backend runs its threads on the
     same libgomp, and with no spin at all every barrier between its graph ops sleeps and wakes — a Gemma 3 270M
     decode took twice as long (one token 10.8 -> 22.8 ms, T N=10 `full_warm` TTFAT 112 -> 90 ms without it;
-    README, KV blocks, "Session 28"). 10,000 iterations keep llama.cpp at full speed and free a core within
+    docs/history.md, KV blocks, "Session 28"). 10,000 iterations keep llama.cpp at full speed and free a core within
     microseconds. Must run before torch or llama.cpp is loaded; an explicit user setting wins."""
     os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
 

@@ -4,9 +4,9 @@ where a candidate takes only a statement of its kind (`stated_sql`, `runs_sql`; 
 
 Why the gate needs it: its cross-encoder learnt maths requests as needing no tool. BFCL's `irrelevance` turns include
 maths questions whose own record had no calculator, and the training data holds about 35 calculator turns in all
-(README, "Session 15"), so it scores the calculator server's `calculate` ("Calculates/evaluates the given expression")
+(docs/history.md, "Session 15"), so it scores the calculator server's `calculate` ("Calculates/evaluates the given expression")
 at -6 to -8 for "What is 12.5 * 8 + 3?" and p_no_tool lands at 0.91-0.99, while that tool is the SLB's first
-candidate. Retraining on fixed labels did not change it (README, "Session 10"). This check reads the schema (a string
+candidate. Retraining on fixed labels did not change it (docs/history.md, "Session 10"). This check reads the schema (a string
 parameter named expression / formula / equation) and the request (numbers joined by operators, or by the words
 for them), never a tool's name; on a registry without such a tool it never fires (no BFCL evaluation registry has
 one). Pure Python (the signatures' identifier splitter reads parameter names).

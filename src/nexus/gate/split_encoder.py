@@ -20,7 +20,7 @@ import numpy as np
 
 from nexus.gate.cross_encoder import DEFAULT_MAX_LENGTH, SegmentCosineScorer
 
-JOINT_FROM = 4       # layers below run per segment; chosen on dev registries D3 and DB (README, gate speed)
+JOINT_FROM = 4       # layers below run per segment; chosen on dev registries D3 and DB (docs/history.md, gate speed)
 TURN_TOKENS = 32     # the turn's budget, [CLS] and [SEP] included (a BFCL request is ~20 tokens)
 TOOL_OFFSET = 24     # position of a tool's first token (where it sits behind a typical turn in the joint model)
 CACHE_TOOLS = 4096   # tool texts whose lower-layer states are kept (LRU): ~100 kB each in fp32, ~400 MB at most

@@ -358,7 +358,7 @@ class KVContext:
 
         A nonzero `delta` is applied to the state itself (`nexus.llm.rope.shift_state`: positions moved, keys
         re-rotated), because llama.cpp's shift (`seq_add`) makes the next decode rotate the keys of every cell of
-        the cache (314 vs 75 ms for a 26-token decode at 16,384 cells, README); a state that cannot be parsed is
+        the cache (314 vs 75 ms for a 26-token decode at 16,384 cells, docs/history.md); a state that cannot be parsed is
         shifted by llama.cpp instead, with the reason logged once. `shifts` counts both ways."""
         L = _lib()
         how = None

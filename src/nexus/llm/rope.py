@@ -4,7 +4,7 @@ in the sequence state itself (numpy), so the span is restored where it lands and
 Why: `llama_memory_seq_add` marks cells as shifted and the next `llama_decode` first runs `build_graph_shift`, which
 applies RoPE to the keys of *every* cell of the cache (a view over the whole K tensor of each layer), not only the
 shifted ones — with 16,384 cells that made a 26-token decode after one shift 314 ms instead of 75 ms on this project's
-2-core machine (README, KV blocks). A span is a few dozen cells: its load, rotation included, takes under a millisecond.
+2-core machine (docs/history.md, KV blocks). A span is a few dozen cells: its load, rotation included, takes under a millisecond.
 
 RoPE by a position delta: R(p + d) = R(d) R(p) for each rotated pair, so a key computed at p is moved to p + d by
 rotating each pair (x0, x1) by theta_i = freq_scale * d * base^(-2i / n_rot) — NEOX pairs are (i, i + n_rot/2), NORM
