@@ -130,6 +130,22 @@ def test_the_no_tool_threshold_rises_to_what_the_reference_turns_get_on_the_regi
     assert high.no_tool_threshold() == 0.9 and high.thresholds(0.95).no_tool == 0.9
 
 
+def test_the_reference_margin_lowers_the_floor_in_log_odds_never_below_the_calibrated_threshold(setup):
+    import math
+
+    from nexus.gate.reference import no_tool_floor
+
+    reg, slb = setup
+    thresholds = Thresholds(route=0.99, no_tool=0.25, fallback=0.25)
+    base = _gate(reg, slb, thresholds=thresholds).no_tool_threshold()
+    logit = lambda p: math.log(p / (1 - p))
+    lowered = _gate(reg, slb, thresholds=thresholds, no_tool_margin=0.5).no_tool_threshold()
+    assert logit(base) - logit(lowered) == pytest.approx(0.5)
+    assert _gate(reg, slb, thresholds=thresholds, no_tool_margin=50.0).no_tool_threshold() == 0.25
+    assert no_tool_floor([0.98], calibrated=0.5, margin=0.0) == 0.98
+    assert no_tool_floor([1.0], calibrated=0.5, margin=1.0) == 1.0   # a reference turn at p 1.0 has no log-odds to lower
+
+
 def test_contextual_turn_keeps_the_turn_whole_and_bounds_context():
     text = contextual_turn("and in Celsius?", ["x " * 400, "weather in Paris"], max_turns=2)
     assert text.endswith("weather in Paris and in Celsius?") and len(text) <= 400

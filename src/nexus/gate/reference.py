@@ -11,12 +11,17 @@ the registry holds; the lowest p_no_tool any of them gets on a registry is a flo
 lower than the calibrated threshold (every BFCL split: 0.76 on the test split T) the threshold stays as calibrated, so
 the floor only ever raises it, and only on registries where the calibration over-reads "no tool".
 
+The floor sits a margin below the lowest reference turn, in log-odds (`GateSettings.no_tool_reference_margin`): a turn
+that reads as tool-less as a reference turn but phrased a little differently ("How are you today?" at 0.978 beside
+"Hi, how are you today?" at 0.982 on the demo's tools) is refused too.
+
 >>> no_tool_floor([0.999, 0.986, 0.998], calibrated=0.866), no_tool_floor([0.76, 0.99], calibrated=0.866)
 (0.986, 0.866)
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 REFERENCE_TURNS = (
@@ -36,7 +41,10 @@ REFERENCE_TURNS = (
 )
 
 
-def no_tool_floor(reference_p_no_tool: Sequence[float], calibrated: float) -> float:
+def no_tool_floor(reference_p_no_tool: Sequence[float], calibrated: float, margin: float = 0.0) -> float:
     """The NO_TOOL threshold for a registry: the calibrated one, raised to the lowest p_no_tool the reference turns get
-    on it when that is higher (never lowered)."""
-    return max(float(calibrated), min((float(p) for p in reference_p_no_tool), default=float(calibrated)))
+    on it, less `margin` in log-odds, when that is higher (never lowered)."""
+    lowest = min((float(p) for p in reference_p_no_tool), default=float(calibrated))
+    if margin > 0.0 and 0.0 < lowest < 1.0:
+        lowest = 1.0 / (1.0 + math.exp(margin - math.log(lowest / (1.0 - lowest))))
+    return max(float(calibrated), lowest)
