@@ -116,7 +116,7 @@ def test_the_no_tool_threshold_rises_to_what_the_reference_turns_get_on_the_regi
     reg, slb = setup
     # identity calibration: p_no_tool = sigmoid(-word overlap), 0.5 for a turn sharing no word with any tool; a
     # calibrated threshold of 0.25 would refuse every turn on this registry
-    gate = _gate(reg, slb, thresholds=Thresholds(route=0.99, no_tool=0.25, fallback=0.25))
+    gate = _gate(reg, slb, thresholds=Thresholds(route=0.99, no_tool=0.25, fallback=0.25), no_tool_reference_margin=0.0)
     lowest = min(gate.score(t, slb.search(t, k=gate.k))[1].p_no_tool for t in REFERENCE_TURNS)
     assert 0.27 < lowest <= 0.5 and gate.no_tool_threshold() == pytest.approx(lowest)
     asked = gate.decide("convert currency amount")   # shares words with convert_currency: p_no_tool below the floor
@@ -131,17 +131,15 @@ def test_the_no_tool_threshold_rises_to_what_the_reference_turns_get_on_the_regi
 
 
 def test_the_reference_margin_lowers_the_floor_in_log_odds_never_below_the_calibrated_threshold(setup):
-    import math
-
     from nexus.gate.reference import no_tool_floor
 
     reg, slb = setup
     thresholds = Thresholds(route=0.99, no_tool=0.25, fallback=0.25)
-    base = _gate(reg, slb, thresholds=thresholds).no_tool_threshold()
+    base = _gate(reg, slb, thresholds=thresholds, no_tool_reference_margin=0.0).no_tool_threshold()
     logit = lambda p: math.log(p / (1 - p))
-    lowered = _gate(reg, slb, thresholds=thresholds, no_tool_margin=0.5).no_tool_threshold()
+    lowered = _gate(reg, slb, thresholds=thresholds, no_tool_reference_margin=0.5).no_tool_threshold()
     assert logit(base) - logit(lowered) == pytest.approx(0.5)
-    assert _gate(reg, slb, thresholds=thresholds, no_tool_margin=50.0).no_tool_threshold() == 0.25
+    assert _gate(reg, slb, thresholds=thresholds, no_tool_reference_margin=50.0).no_tool_threshold() == 0.25
     assert no_tool_floor([0.98], calibrated=0.5, margin=0.0) == 0.98
     assert no_tool_floor([1.0], calibrated=0.5, margin=1.0) == 1.0   # a reference turn at p 1.0 has no log-odds to lower
 

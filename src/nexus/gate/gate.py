@@ -187,7 +187,7 @@ class BoundaryGate:
     def __init__(self, slb: SemanticLookasideBuffer, registry: Registry, model: GateModel, k: int = 10,
                  shortlist_k: int = 5, context_turns: int = 2, log_path: str | Path | None = None,
                  shortlist_mass: float = 0.99, per_request: int = 3, no_tool_reference: bool = True,
-                 no_tool_margin: float = 0.0):
+                 no_tool_reference_margin: float = 0.25):
         if model.embedder_id != slb.embedder.id:
             raise GateModelError(
                 f"the gate model was calibrated with embedder {model.embedder_id!r} but the SLB uses "
@@ -200,7 +200,7 @@ class BoundaryGate:
         self.slb, self.registry, self.model = slb, registry, model
         self.k, self.shortlist_k, self.context_turns, self.shortlist_mass = k, shortlist_k, context_turns, shortlist_mass
         self.per_request = per_request
-        self.no_tool_reference, self.no_tool_margin = no_tool_reference, no_tool_margin
+        self.no_tool_reference, self.no_tool_reference_margin = no_tool_reference, no_tool_reference_margin
         self._floor: tuple[str, float] | None = None   # (registry hash, NO_TOOL threshold on it)
         self.log_path = Path(log_path) if log_path else None
         self._texts: dict[str, str] = {}
@@ -210,7 +210,8 @@ class BoundaryGate:
         """A gate configured by `nexus.config.GateSettings` (k, shortlist size, per-request tools, context, log)."""
         return cls(slb, registry, model, k=settings.k, shortlist_k=settings.shortlist_k, context_turns=settings.context_turns,
                    log_path=settings.decision_log, per_request=settings.per_request,
-                   no_tool_reference=settings.no_tool_reference, no_tool_margin=settings.no_tool_reference_margin)
+                   no_tool_reference=settings.no_tool_reference,
+                   no_tool_reference_margin=settings.no_tool_reference_margin)
 
     def _tool_text(self, key: str) -> str:
         text = self._texts.get(key)
@@ -314,7 +315,7 @@ class BoundaryGate:
                 hits = self.slb.search(turn, k=self.k, query_vec=vector)
                 # scored aside: the tools they read are not kept in the cache the registry's own turns use
                 scores.append(self.score(turn, hits, keep=False)[1].p_no_tool if hits else 1.0)
-            floor = no_tool_floor(scores, self.model.calibration.thresholds.no_tool, self.no_tool_margin)
+            floor = no_tool_floor(scores, self.model.calibration.thresholds.no_tool, self.no_tool_reference_margin)
             log.info("gate: NO_TOOL threshold %.4f on this registry (calibrated %.4f; lowest reference turn %.4f)",
                      floor, self.model.calibration.thresholds.no_tool, min(scores))
             self._floor = (digest, floor)

@@ -21,8 +21,9 @@ that reads as tool-less as a reference turn but phrased a little differently ("H
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
+
+from nexus.gate.calibration import logit, sigmoid
 
 REFERENCE_TURNS = (
     "Hi!", "Hello there.", "Good morning!", "Hey, how's it going?", "Hi, how are you today?", "Good evening.",
@@ -46,5 +47,5 @@ def no_tool_floor(reference_p_no_tool: Sequence[float], calibrated: float, margi
     on it, less `margin` in log-odds, when that is higher (never lowered)."""
     lowest = min((float(p) for p in reference_p_no_tool), default=float(calibrated))
     if margin > 0.0 and 0.0 < lowest < 1.0:
-        lowest = 1.0 / (1.0 + math.exp(margin - math.log(lowest / (1.0 - lowest))))
+        lowest = float(sigmoid(logit(lowest) - margin))
     return max(float(calibrated), lowest)
