@@ -306,7 +306,15 @@ def test_a_participle_before_a_value_names_the_column_it_is_made_from():
     write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
              "required": ["query"]}
     shaped = grammar_schema(write, "Add a note titled 'Pay rent' to the notes table.")
-    assert shaped["properties"]["query"]["pattern"] == "^INSERT INTO (notes) \\((title|titl)\\) VALUES \\(('Pay rent')\\)$"
+    assert shaped["properties"]["query"]["pattern"] == "^INSERT INTO (notes) \\((title)\\) VALUES \\(('Pay rent')\\)$"
+
+
+def test_a_participle_whose_stem_cannot_end_a_word_offers_only_the_noun():
+    """Held-out set 62: offered "title" and "titl", the model wrote `DELETE FROM notes WHERE titl = 'Book the dentist'`."""
+    write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
+             "required": ["query"]}
+    shaped = grammar_schema(write, "Delete the note titled 'Book the dentist' from the notes table.")
+    assert shaped["properties"]["query"]["pattern"] == "^DELETE FROM (notes) WHERE (title) = ('Book the dentist')$"
 
 
 def test_a_required_string_whose_description_lists_its_only_values_takes_one_of_them():
