@@ -126,7 +126,7 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
     return f"^CREATE TABLE {name} \\({column}(, {column}){{0,{max(len(names) - 2, 0) if names else 15}}}\\)$"
 
 
-_ROW_FILLER = _SQL_FILLER | frozenset("insert delete remove put row rows entry entries record records".split())
+_ROW_FILLER = _SQL_FILLER | frozenset(WRITE_VERBS) | frozenset("row rows entry entries record records".split())
 _COLUMN = "([A-Za-z][A-Za-z0-9_]{0,30})"
 _ROW_LITERAL = re.compile(r"[\w ]+")  # a value the pattern can hold as it is (no quote, bracket or dot to escape)
 
@@ -140,7 +140,7 @@ def _row_statement(asked: str, request: str) -> str | None:
     'Dune' … the books table" and looped on "Insert a row with title 'Buy milk' into the notes table.".
 
     >>> print(_row_statement("DELETE FROM", "Delete note 2."))
-    ^DELETE FROM (note|notes) WHERE id = (2)$
+    ^DELETE FROM (notes) WHERE id = (2)$
     >>> print(_row_statement("DELETE FROM", "Delete note 2 from the notes table."))
     ^DELETE FROM (notes) WHERE id = (2)$
     >>> print(_row_statement("INSERT INTO", "Insert a row with title 'Buy milk' into the notes table."))
@@ -148,8 +148,12 @@ def _row_statement(asked: str, request: str) -> str | None:
     >>> print(_row_statement("INSERT INTO", "Insert a note titled 'Call mom' with body 'Sunday evening' into notes."))
     ^INSERT INTO (notes) \((title), (body)\) VALUES \(('Call mom'), ('Sunday evening')\)$
     >>> print(_row_statement("UPDATE", "In the notes table, set the title of note 2 to 'Groceries'."))
-    ^UPDATE (notes) SET ([A-Za-z][A-Za-z0-9_]{0,30}) = ('Groceries') WHERE id = (2)$
-    >>> _row_statement("DELETE FROM", "Delete everything from the notes table."), _row_statement("SELECT", "Show note 3")
+    ^UPDATE (notes) SET (title) = ('Groceries') WHERE id = (2)$
+    >>> print(_row_statement("DELETE FROM", "Delete the note with id 2."))
+    ^DELETE FROM (notes) WHERE (id) = (2)$
+    >>> print(_row_statement("DELETE FROM", "Delete everything from the notes table."))
+    ^DELETE FROM (notes)$
+    >>> _row_statement("DELETE FROM", "Delete everything."), _row_statement("SELECT", "Show note 3")
     (None, None)
     """
     from nexus.llm.words import quoted_spans
@@ -161,11 +165,19 @@ def _row_statement(asked: str, request: str) -> str | None:
         return None
     bare = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", request)
     values = list(dict.fromkeys([f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)))
-    words = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, bare)) if w.lower() not in _ROW_FILLER]
+    # a word written after "with", "whose" or "where" and before a value is a column, not the table ("the note with id
+    # 2": the model had written `DELETE FROM ids`)
+    columns = {w.lower() for w in re.findall(r"\b(?:with|whose|where)\s+(?:the\s+|an?\s+)?([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?"
+                                             r"(?:'[^']*'|\d)", request, re.I)}
+    words = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, bare)) if w.lower() not in _ROW_FILLER | columns]
     named = named_table(bare)
     if named and named.lower() not in _ROW_FILLER:  # "the notes table" names it
         words = [named]
-    names = list(dict.fromkeys(n for w in words for n in (w, w if w.endswith("s") else w + "s")))
+    # a table the request does not name is one of its words in the plural, as tables mostly are ("the note with id 2"
+    # is a row of notes; offered "note" too, the model wrote `DELETE FROM note`)
+    names = list(dict.fromkeys(w if named or w.endswith("s") else w + "s" for w in words))
+    if not values and named and asked == "DELETE FROM" and re.search(r"\b(?:all|every|everything)\b", bare, re.I):
+        return f"^DELETE FROM {_one_of([named])}$"  # "Remove all notes from the notes table." (free: `WHERE name = `)
     if not values or not names:
         return None
     name, value = _one_of(names), _one_of(values)
@@ -186,7 +198,16 @@ def _row_statement(asked: str, request: str) -> str | None:
         # with text and a number stated, the text is what it sets and the number the row ("set note 2's title to 'X'")
         texts, numbers = [v for v in values if v.startswith("'")], [v for v in values if not v.startswith("'")]
         new, row = (_one_of(texts), _one_of(numbers)) if texts and numbers else (value, value)
-        return f"^UPDATE {name} SET {_COLUMN} = {new} WHERE {by_id} = {row}$"
+        found = _found_by(request, texts, kinds) if len(texts) == 2 and not numbers else None
+        if found:  # two texts, one of them the row's ("the note titled 'X'"): the other is what it sets
+            (row, where), = found.items()
+            new, row = _one_of([t for t in texts if t != row]), _one_of([row])
+        else:  # the row by its number, under the column written before it ("the note with id 3") or by_id
+            at = [c for w, v in pairs if v in numbers for c in _column_names(w)]
+            where = _one_of(at) if at and texts and numbers else by_id
+        sets = _set_column(request, new)
+        tables = [n for n in names if not sets or n.lower() not in (sets.lower(), sets.lower() + "s")] or names
+        return f"^UPDATE {_one_of(tables)} SET {_one_of([sets]) if sets else _COLUMN} = {new} WHERE {where} = {row}$"
     if asked == "INSERT INTO" and 1 < len(values) == len(pairs) == len({w.lower() for w, _ in pairs}) \
             and sorted(v for _, v in pairs) == sorted(values):
         # every value written after its own column ("titled 'Gym' with body 'leg day'"): that row, all of it (the model
@@ -195,6 +216,47 @@ def _row_statement(asked: str, request: str) -> str | None:
         return f"^INSERT INTO {name} \\({columns}\\) VALUES \\({', '.join(_one_of([v]) for _, v in pairs)}\\)$"
     rows = [f"\\({_times(column, n)}\\) VALUES \\({_times(value, n)}\\)" for n in range(1, min(len(values), 3) + 1)]
     return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else _one_of(rows)) + "$"
+
+
+def _set_column(request: str, new: str) -> str | None:
+    """The column an UPDATE sets when the request names it ("the title of note 2", "its body", "has the title 'X'"),
+    else None for any short name (the model had written `SET name = 'Renew passport'` for "Set the title of note 2 to …").
+
+    >>> _set_column("Set the title of note 2 to 'X'.", "('X')"), _set_column("Update note 1 so its body is 'y'.", "('y')")
+    ('title', 'body')
+    >>> _set_column("Update the note 'a' so it has content 'b'.", "('b')"), _set_column("Change 'a' to 'b'.", "('b')")
+    ('content', None)
+    """
+    named = re.findall(r"\b(?:the|its|their)\s+([A-Za-z_]\w*)(?=\s+of\b)", request, re.I)
+    named += re.findall(r"\b(?:its|their)\s+([A-Za-z_]\w*)", request, re.I)
+    named += [w for v in re.findall(r"'[^']*'", new) for w in re.findall(rf"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?{re.escape(v)}", request)]
+    named = [w for w in named if w.lower() not in _ROW_FILLER | STOPWORDS | {"says", "reads", "to", "as"}
+             and not w.lower().endswith("ed")]
+    return named[0] if named else None
+
+
+def _found_by(request: str, texts: Sequence[str], kinds: set[str]) -> dict[str, str] | None:
+    """{value: the pattern of its column} for the one quoted value that finds the row, written after a participle
+    ("the note titled 'Groceries'": title), after "called" or "named" or after what a row is ("the note 'Buy milk'":
+    any short name); None unless exactly one is. With both texts in the SET and the WHERE, the model had written
+    `SET name = 'Groceries' WHERE id = 'Groceries'` for "… so the note titled 'Groceries' has content 'eggs'." (set 61).
+
+    >>> _found_by("Set the body of the note titled 'Buy milk' to 'two litres'.", ["'Buy milk'", "'two litres'"], {"note"})
+    {"'Buy milk'": '(title)'}
+    >>> _found_by("Set the body of the note titled 'Buy milk' to 'two litres'.", ["'Buy milk'", "'two litres'"], {"titled"})
+    {"'Buy milk'": '(title)'}
+    >>> _found_by("Change 'a' to 'b'.", ["'a'", "'b'"], {"note"}) is None
+    True
+    """
+    found = {}
+    for text in texts:
+        before = re.search(r"\b([A-Za-z_]\w*)\s+" + re.escape(text), request)
+        word = before.group(1) if before else ""
+        if word.lower() not in ("called", "named") and _column_names(word) != [word]:  # a participle: its noun
+            found[text] = _one_of(_column_names(word))
+        elif word.lower() in kinds or word.lower() in ("called", "named"):
+            found[text] = _COLUMN
+    return found if len(found) == 1 else None
 
 
 # words that ask for some rows, or rows in some order: a statement the request's table name alone cannot build
