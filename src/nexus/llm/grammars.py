@@ -128,6 +128,7 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
 
 _ROW_FILLER = _SQL_FILLER | frozenset(WRITE_VERBS) | frozenset("row rows entry entries record records".split())
 _COLUMN = "([A-Za-z][A-Za-z0-9_]{0,30})"
+_BEFORE_VALUE = r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?"  # the word a request writes before a value ("title 'X'", "id is 2")
 _ROW_LITERAL = re.compile(r"[\w ]+")  # a value the pattern can hold as it is (no quote, bracket or dot to escape)
 
 
@@ -167,8 +168,8 @@ def _row_statement(asked: str, request: str) -> str | None:
     values = list(dict.fromkeys([f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)))
     # a word written after "with", "whose" or "where" and before a value is a column, not the table ("the note with id
     # 2": the model had written `DELETE FROM ids`)
-    columns = {w.lower() for w in re.findall(r"\b(?:with|whose|where)\s+(?:the\s+|an?\s+)?([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?"
-                                             r"(?:'[^']*'|\d)", request, re.I)}
+    columns = {w.lower() for w in re.findall(rf"\b(?:with|whose|where)\s+(?:the\s+|an?\s+)?{_BEFORE_VALUE}(?:'[^']*'|\d)",
+                                             request, re.I)}
     words = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, bare)) if w.lower() not in _ROW_FILLER | columns]
     named = named_table(bare)
     if named and named.lower() not in _ROW_FILLER:  # "the notes table" names it
@@ -184,7 +185,7 @@ def _row_statement(asked: str, request: str) -> str | None:
     # a column is the word the request writes before a value ("with title 'Buy milk'", "id 2"), else any short name (it
     # is often a word the request does not say: "a book called 'Dune'" is a title)
     kinds = {n[:-1] if n.endswith("s") else n for n in names}  # what a row of the table is ("note" of notes)
-    pairs = [(w, v) for w, v in re.findall(r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
+    pairs = [(w, v) for w, v in re.findall(rf"{_BEFORE_VALUE}('[^']*'|\d+(?:\.\d+)?(?!\w))", request)
              if w.lower() not in _ROW_FILLER | STOPWORDS | {"called", "named"} and w not in names
              and w not in kinds]  # "note 2": its id, also in the notes table
     before = [w for w, _ in pairs]
@@ -197,17 +198,18 @@ def _row_statement(asked: str, request: str) -> str | None:
     if asked == "UPDATE":  # the column it sets and the one it finds the row by are seldom both written: any short name;
         # with text and a number stated, the text is what it sets and the number the row ("set note 2's title to 'X'")
         texts, numbers = [v for v in values if v.startswith("'")], [v for v in values if not v.startswith("'")]
-        new, row = (_one_of(texts), _one_of(numbers)) if texts and numbers else (value, value)
         found = _found_by(request, texts, kinds) if len(texts) == 2 and not numbers else None
         if found:  # two texts, one of them the row's ("the note titled 'X'"): the other is what it sets
-            (row, where), = found.items()
-            new, row = _one_of([t for t in texts if t != row]), _one_of([row])
-        else:  # the row by its number, under the column written before it ("the note with id 3") or by_id
+            (row, where), new = found, [t for t in texts if t != found[0]]
+            row = _one_of([row])
+        elif texts and numbers:  # the row by its number, under the column written before it ("with id 3") or by_id
             at = [c for w, v in pairs if v in numbers for c in _column_names(w)]
-            where = _one_of(at) if at and texts and numbers else by_id
-        sets = _set_column(request, new)
+            new, row, where = texts, _one_of(numbers), _one_of(at) if at else by_id
+        else:
+            new, row, where = values, value, by_id
+        sets = _set_column(request, [v for v in new if v.startswith("'")])
         tables = [n for n in names if not sets or n.lower() not in (sets.lower(), sets.lower() + "s")] or names
-        return f"^UPDATE {_one_of(tables)} SET {_one_of([sets]) if sets else _COLUMN} = {new} WHERE {where} = {row}$"
+        return f"^UPDATE {_one_of(tables)} SET {_one_of([sets]) if sets else _COLUMN} = {_one_of(new)} WHERE {where} = {row}$"
     if asked == "INSERT INTO" and 1 < len(values) == len(pairs) == len({w.lower() for w, _ in pairs}) \
             and sorted(v for _, v in pairs) == sorted(values):
         # every value written after its own column ("titled 'Gym' with body 'leg day'"): that row, all of it (the model
@@ -218,45 +220,46 @@ def _row_statement(asked: str, request: str) -> str | None:
     return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else _one_of(rows)) + "$"
 
 
-def _set_column(request: str, new: str) -> str | None:
-    """The column an UPDATE sets when the request names it ("the title of note 2", "its body", "has the title 'X'"),
-    else None for any short name (the model had written `SET name = 'Renew passport'` for "Set the title of note 2 to …").
+def _set_column(request: str, texts: Sequence[str]) -> str | None:
+    """The column an UPDATE sets when the request names it ("the title of note 2", "its body", "has the title 'X'" for
+    the quoted `texts` it may set), else None for any short name (the model had written `SET name = 'Renew passport'`
+    for "Set the title of note 2 to …").
 
-    >>> _set_column("Set the title of note 2 to 'X'.", "('X')"), _set_column("Update note 1 so its body is 'y'.", "('y')")
+    >>> _set_column("Set the title of note 2 to 'X'.", ["'X'"]), _set_column("Update note 1 so its body is 'y'.", ["'y'"])
     ('title', 'body')
-    >>> _set_column("Update the note 'a' so it has content 'b'.", "('b')"), _set_column("Change 'a' to 'b'.", "('b')")
+    >>> _set_column("Update the note 'a' so it has content 'b'.", ["'b'"]), _set_column("Change 'a' to 'b'.", ["'b'"])
     ('content', None)
     """
     named = re.findall(r"\b(?:the|its|their)\s+([A-Za-z_]\w*)(?=\s+of\b)", request, re.I)
     named += re.findall(r"\b(?:its|their)\s+([A-Za-z_]\w*)", request, re.I)
-    named += [w for v in re.findall(r"'[^']*'", new) for w in re.findall(rf"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?{re.escape(v)}", request)]
-    named = [w for w in named if w.lower() not in _ROW_FILLER | STOPWORDS | {"says", "reads", "to", "as"}
-             and not w.lower().endswith("ed")]
+    named += [w for v in texts for w in re.findall(_BEFORE_VALUE + re.escape(v), request)]
+    named = [w for w in named if w.lower() not in _ROW_FILLER | STOPWORDS | {"says", "reads"} and _column_names(w) == [w]]
     return named[0] if named else None
 
 
-def _found_by(request: str, texts: Sequence[str], kinds: set[str]) -> dict[str, str] | None:
-    """{value: the pattern of its column} for the one quoted value that finds the row, written after a participle
+def _found_by(request: str, texts: Sequence[str], kinds: set[str]) -> tuple[str, str] | None:
+    """(value, the pattern of its column) for the one quoted value that finds the row: written after a participle
     ("the note titled 'Groceries'": title), after "called" or "named" or after what a row is ("the note 'Buy milk'":
     any short name); None unless exactly one is. With both texts in the SET and the WHERE, the model had written
     `SET name = 'Groceries' WHERE id = 'Groceries'` for "… so the note titled 'Groceries' has content 'eggs'." (set 61).
 
     >>> _found_by("Set the body of the note titled 'Buy milk' to 'two litres'.", ["'Buy milk'", "'two litres'"], {"note"})
-    {"'Buy milk'": '(title)'}
+    ("'Buy milk'", '(title)')
     >>> _found_by("Set the body of the note titled 'Buy milk' to 'two litres'.", ["'Buy milk'", "'two litres'"], {"titled"})
-    {"'Buy milk'": '(title)'}
+    ("'Buy milk'", '(title)')
     >>> _found_by("Change 'a' to 'b'.", ["'a'", "'b'"], {"note"}) is None
     True
     """
-    found = {}
+    found = []
     for text in texts:
-        before = re.search(r"\b([A-Za-z_]\w*)\s+" + re.escape(text), request)
-        word = before.group(1) if before else ""
-        if word.lower() not in ("called", "named") and _column_names(word) != [word]:  # a participle: its noun
-            found[text] = _one_of(_column_names(word))
-        elif word.lower() in kinds or word.lower() in ("called", "named"):
-            found[text] = _COLUMN
-    return found if len(found) == 1 else None
+        word = next(iter(re.findall(_BEFORE_VALUE + re.escape(text), request)), "")
+        if word.lower() in ("called", "named"):
+            found.append((text, _COLUMN))
+        elif _column_names(word) != [word]:  # a participle: the noun it is made from (before `kinds`, which may hold it)
+            found.append((text, _one_of(_column_names(word))))
+        elif word.lower() in kinds:
+            found.append((text, _COLUMN))
+    return found[0] if len(found) == 1 else None
 
 
 # words that ask for some rows, or rows in some order: a statement the request's table name alone cannot build
