@@ -4,6 +4,8 @@ take a path the request names (`nexus.llm.calls`). Standard library only.
 
 >>> written_paths("Read /srv/data/a.txt, ~/notes, cat.JPG and repo/notes.md, not https://x.io/a.md, 4/5, U.S. or google.com")
 ['/srv/data/a.txt', '~/notes', 'cat.JPG', 'repo/notes.md']
+>>> written_paths("List the branches of /ws/repo. Then read /ws/a.txt... and ./out.")
+['/ws/repo', '/ws/a.txt', './out']
 >>> [path_kind(p) for p in ("/srv/data/a.txt", "~/notes", "cat.JPG", "app.exe")]
 ['a txt file', 'a folder', 'a jpg file', 'an exe file']
 """
@@ -13,8 +15,10 @@ from __future__ import annotations
 import re
 
 # from the root, the home folder, the working folder or a drive ("/srv/a", "~/notes", "./out", "C:\\data"), with at
-# least two characters after the first separator ("4/5", "/q" and dates are not paths), never inside a URL
-_FS_PATH = r"(?<![\w.:/\\-])(?:[A-Za-z]:[\\/]|~[\\/]|\.{1,2}[\\/]|/)(?=[\w.-]{2})[\w.-]+(?:[\\/][\w.-]+)*[\\/]?"
+# least two characters after the first separator ("4/5", "/q" and dates are not paths), never inside a URL, and not
+# ending in a dot: that is the sentence's full stop ("List the branches of /ws/repo." had read "/ws/repo.", which is
+# not the repository path the set-up pins, so every git tool looked unable to take the path the turn writes)
+_FS_PATH = r"(?<![\w.:/\\-])(?:[A-Za-z]:[\\/]|~[\\/]|\.{1,2}[\\/]|/)(?=[\w.-]{2})[\w.-]+(?:[\\/][\w.-]+)*[\\/]?(?<!\.)"
 FILE_TYPES = frozenset(
     "txt md rst csv tsv json jsonl yaml yml toml ini cfg xml html htm log sql db sqlite py js ts java cpp go rs rb sh "
     "ipynb pdf doc docx xls xlsx ppt pptx odt png jpg jpeg gif svg webp bmp tif tiff mp3 wav mp4 mov avi zip tar gz "

@@ -461,6 +461,7 @@ _MKDIR = Tool("create_directory", "Create a new directory or ensure a directory 
 
 @pytest.mark.parametrize("turn, weighted", [
     ("Create a branch called feature-x in the repository /ws/repo", None),
+    ("Create a branch called feature-x in the repository /ws/repo.", None),  # set 64: the full stop is no part of it
     ("Create a branch called feature-x in /ws/other", "git_create_branch")])
 def test_a_path_the_request_writes_for_a_pinned_parameter_is_no_path_to_place(turn, weighted):
     """The demo pins mcp-server-git's `repo_path` (`demo.unpinned`): "Create a branch called feature-x in the repository
