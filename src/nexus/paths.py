@@ -6,6 +6,8 @@ take a path the request names (`nexus.llm.calls`). Standard library only.
 ['/srv/data/a.txt', '~/notes', 'cat.JPG', 'repo/notes.md']
 >>> written_paths("List the branches of /ws/repo. Then read /ws/a.txt... and ./out.")
 ['/ws/repo', '/ws/a.txt', './out']
+>>> written_paths("Go up to ../.. and list ~/..")
+['../..', '~/..']
 >>> [path_kind(p) for p in ("/srv/data/a.txt", "~/notes", "cat.JPG", "app.exe")]
 ['a txt file', 'a folder', 'a jpg file', 'an exe file']
 """
@@ -17,8 +19,9 @@ import re
 # from the root, the home folder, the working folder or a drive ("/srv/a", "~/notes", "./out", "C:\\data"), with at
 # least two characters after the first separator ("4/5", "/q" and dates are not paths), never inside a URL, and not
 # ending in a dot: that is the sentence's full stop ("List the branches of /ws/repo." had read "/ws/repo.", which is
-# not the repository path the set-up pins, so every git tool looked unable to take the path the turn writes)
-_FS_PATH = r"(?<![\w.:/\\-])(?:[A-Za-z]:[\\/]|~[\\/]|\.{1,2}[\\/]|/)(?=[\w.-]{2})[\w.-]+(?:[\\/][\w.-]+)*[\\/]?(?<!\.)"
+# not the repository path the set-up pins, so every git tool looked unable to take the path the turn writes), unless
+# its last part is the parent folder ("../..")
+_FS_PATH = r"(?<![\w.:/\\-])(?:[A-Za-z]:[\\/]|~[\\/]|\.{1,2}[\\/]|/)(?=[\w.-]{2})[\w.-]+(?:[\\/][\w.-]+)*[\\/]?(?:(?<!\.)|(?<=[\\/]\.\.))"
 FILE_TYPES = frozenset(
     "txt md rst csv tsv json jsonl yaml yml toml ini cfg xml html htm log sql db sqlite py js ts java cpp go rs rb sh "
     "ipynb pdf doc docx xls xlsx ppt pptx odt png jpg jpeg gif svg webp bmp tif tiff mp3 wav mp4 mov avi zip tar gz "

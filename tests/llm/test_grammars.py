@@ -248,6 +248,11 @@ def test_a_list_of_objects_and_the_lists_inside_them_are_capped_by_what_the_requ
     assert notes("Store Acme with the note 'founded by two engineers in a garage in 1990'")["items"]["maxLength"] == 46
 
 
+# mcp-server-sqlite's write_query parameter
+_WRITE_SQL = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
+              "required": ["query"]}
+
+
 def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     """mcp-server-sqlite's create_table got `"books"` for "Create a table called books ..." and refused it."""
     create = {"type": "object", "properties": {"query": {"type": "string", "description": "CREATE TABLE SQL statement"}},
@@ -257,8 +262,7 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     assert shaped["properties"]["query"]["pattern"] == ("^CREATE TABLE (books|title|author) \\((books|title|author) "
                                                         "(TEXT|INTEGER|REAL)(, (books|title|author) (TEXT|INTEGER|REAL)){0,1}\\)$")
     assert '"CREATE TABLE" " " ("book" "s"' in arguments_gbnf(create, "Create a table called books with columns title and author.")
-    write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
-             "required": ["query"]}
+    write = _WRITE_SQL
     assert grammar_schema(write, "run a write")["properties"]["query"]["pattern"] == '^(INSERT|UPDATE|DELETE) [^"\\\\]*$'
     # a request that opens with one statement's verb gets that statement ("Insert a book …" had got "DELETE DUNE")
     assert grammar_schema(write, "add a row")["properties"]["query"]["pattern"] == '^INSERT INTO [^"\\\\]*$'
@@ -302,24 +306,21 @@ def test_a_read_in_words_about_a_table_that_states_nothing_more_is_every_row_or_
 
 def test_a_participle_before_a_value_names_the_column_it_is_made_from():
     """"Add a note titled 'Pay rent' to the notes table." had inserted into a column named "titled"."""
-    write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
-             "required": ["query"]}
+    write = _WRITE_SQL
     shaped = grammar_schema(write, "Add a note titled 'Pay rent' to the notes table.")
     assert shaped["properties"]["query"]["pattern"] == "^INSERT INTO (notes) \\((title)\\) VALUES \\(('Pay rent')\\)$"
 
 
 def test_a_participle_whose_stem_cannot_end_a_word_offers_only_the_noun():
     """Held-out set 62: offered "title" and "titl", the model wrote `DELETE FROM notes WHERE titl = 'Book the dentist'`."""
-    write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
-             "required": ["query"]}
+    write = _WRITE_SQL
     shaped = grammar_schema(write, "Delete the note titled 'Book the dentist' from the notes table.")
     assert shaped["properties"]["query"]["pattern"] == "^DELETE FROM (notes) WHERE (title) = ('Book the dentist')$"
 
 
 def test_an_update_of_the_row_a_participle_names_sets_the_other_value_and_finds_the_row_by_that_column():
     """Held-out set 61: with both texts offered to both sides, the model wrote `SET name = 'Groceries' WHERE id = 'Groceries'`."""
-    write = {"type": "object", "properties": {"query": {"type": "string", "description": "INSERT, UPDATE, or DELETE SQL query"}},
-             "required": ["query"]}
+    write = _WRITE_SQL
     pattern = grammar_schema(write, "Update the notes table so the note titled 'Groceries' has content 'eggs'.")["properties"]["query"]["pattern"]
     assert pattern == "^UPDATE (notes) SET (content) = ('eggs') WHERE (title) = ('Groceries')$"
     # a verb that opens the request is no table's name

@@ -200,8 +200,8 @@ def _row_statement(asked: str, request: str) -> str | None:
         texts, numbers = [v for v in values if v.startswith("'")], [v for v in values if not v.startswith("'")]
         found = _found_by(request, texts, kinds) if len(texts) == 2 and not numbers else None
         if found:  # two texts, one of them the row's ("the note titled 'X'"): the other is what it sets
-            (row, where), new = found, [t for t in texts if t != found[0]]
-            row = _one_of([row])
+            (text, where), new = found, [t for t in texts if t != found[0]]
+            row = _one_of([text])
         elif texts and numbers:  # the row by its number, under the column written before it ("with id 3") or by_id
             at = [c for w, v in pairs if v in numbers for c in _column_names(w)]
             new, row, where = texts, _one_of(numbers), _one_of(at) if at else by_id
