@@ -70,6 +70,9 @@ CONTRADICTED = 3  # misfits for a tool whose name contradicts the request (`evid
 # misfits for a tool its server marks as changing something, for a turn that only asks (a weight of 0.01): one (0.1) had
 # left "What's the state of my repository?" with git_commit, the gate's first at 0.70 (held-out set 48)
 WRITE_FOR_QUESTION = 2
+# misfits for a tool that takes nothing when the request names something to work on (a weight of 0.01): one had left
+# "What does the knowledge graph know about Acme?" with read_graph(), the gate's first at 0.93 (held-out set 66)
+NAMED_FOR_EMPTY = 2
 
 
 def _prefer(misfits: list[int], fitting: Sequence[bool]) -> list[int]:
@@ -328,7 +331,8 @@ class ToolCaller:
         renormalised: it would have to invent a required zone, date or time the request does not state
         (`unstated_required`), the request writes a path and the tool takes none (`takes_path`), or the request
         names something for the tool to work on ("… notes about Alice", `named_values`) and the tool takes no
-        parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`).
+        parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`; this
+        reason counts twice, NAMED_FOR_EMPTY).
         A question, or an order to show something, also down-weights each tool its server marks as changing something
         (MCP `readOnlyHint: false`) when a read-only one is listed beside it, and a request to record, write or remove
         something each tool marked read-only when one that changes something is listed (`evidence.asks_change`); and a
@@ -374,7 +378,7 @@ class ToolCaller:
         changes = asks_change(own) and any(tool.read_only is False for tool in tools)
         # each reason a tool does not fit counts once: two reasons weigh it down twice
         misfits = [int(bool(unstated_required(schema, turn))) + (path and not takes_path(schema, tool.description))
-                   + (named and not schema.get("properties")) + WRITE_FOR_QUESTION * (reads and tool.read_only is False)
+                   + NAMED_FOR_EMPTY * (named and not schema.get("properties")) + WRITE_FOR_QUESTION * (reads and tool.read_only is False)
                    + (changes and tool.read_only is True) + wrong_way
                    for tool, schema, wrong_way in zip(tools, schemas, against)]
         # the request writes more clock times, zones or paths than this tool has room for, and a listed tool has more:

@@ -169,6 +169,7 @@ def held(name: str, schema: Mapping[str, Any], kind: str) -> int:
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
+_PRONOUN_I = re.compile(r"I'(m|ve|d|ll)", re.I)  # "I've", "I'm": the user, capitalised as a pronoun, not a name
 
 
 def named_values(request: str, known: str = "") -> list[str]:
@@ -181,13 +182,15 @@ def named_values(request: str, known: str = "") -> list[str]:
     []
     >>> named_values("Save the text 'buy milk' for Ann. Thanks"), named_values("Show me the whole graph.")
     (['Ann', 'buy milk'], [])
+    >>> named_values("Show me what I've staged for commit."), named_values("What I'm after is Acme's file.")
+    ([], ["Acme's"])
     """
     text = request or ""
     found = []
     for match in _CAPITALISED.finditer(text):
         before = text[:match.start()].rstrip()
-        if before and before[-1] not in ".!?:;\"'(`":  # a sentence's first word is capitalised anyway
-            found.append(match.group(0))
+        if before and before[-1] not in ".!?:;\"'(`" and not _PRONOUN_I.fullmatch(match.group(0)):
+            found.append(match.group(0))  # (a sentence's first word is capitalised anyway)
     found += quoted_spans(text)
     known_words = set(words(known))
     return [v for v in dict.fromkeys(found) if words(v) and not set(words(v)) <= known_words]
