@@ -171,3 +171,21 @@ def test_an_unknown_embedder_precision_is_refused():
     with pytest.raises(ModelError, match="precision must be one of"):
         resolve_precision("fp8")
     assert resolve_precision("float32") == "float32"
+
+
+@pytest.mark.parametrize("avx512_bf16, amx, auto", [(False, False, "float32"), (True, False, "bfloat16"),
+                                                    (False, True, "bfloat16")])
+def test_auto_precision_is_bfloat16_only_where_an_x86_cpu_has_it_in_hardware(monkeypatch, avx512_bf16, amx, auto):
+    """oneDNN says bf16 is supported on every AVX-512 CPU, where it emulates it at half float32's speed: `auto` asks
+    torch's CPU probe for AVX512-BF16 or AMX instead."""
+    import platform
+
+    import torch
+
+    from nexus.slb.embedders import resolve_precision
+
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
+    assert resolve_precision("auto") == auto

@@ -44,9 +44,23 @@ def resolve_precision(precision: str) -> str:
         raise ModelError(f"embedder precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if precision != "auto":
         return precision
+    return "bfloat16" if native_bf16() else "float32"
+
+
+def native_bf16() -> bool:
+    """Whether the CPU multiplies bfloat16 in hardware. On x86 that is AVX512-BF16 or AMX, asked of torch's own CPU
+    probe: oneDNN's `_is_mkldnn_bf16_supported` also says yes for any AVX-512 CPU, where it emulates bf16, and an Intel
+    Xeon with AVX-512 but no BF16 (session 38's VM) embedded a turn in 37.5 ms in bf16 against 19.1 ms in float32.
+    Elsewhere (Arm) oneDNN's answer is taken."""
+    import platform
+
     import torch
 
-    return "bfloat16" if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "float32"
+    if platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86"):
+        probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+        if all(callable(probe) for probe in probes):
+            return any(probe() for probe in probes)
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def embedder_tag(embedder: "Embedder") -> str:
