@@ -383,6 +383,20 @@ def test_a_list_of_files_takes_the_paths_the_request_writes():
         ["notes.txt", "repo/notes.md"]
 
 
+def test_a_list_of_files_names_each_stated_path_at_most_once():
+    """"Read notes.txt and repo/notes.md from my workspace together." had read ["repo/notes.md", "repo/notes.md"]
+    (held-out set 67): the grammar offers the stated paths' arrangements, so no path can come twice."""
+    many = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]}
+    request = "Read notes.txt and repo/notes.md from my workspace together."
+    assert grammar_schema(many, request)["properties"]["paths"]["enum"] == [
+        ["notes.txt"], ["repo/notes.md"], ["notes.txt", "repo/notes.md"], ["repo/notes.md", "notes.txt"]]
+    gbnf = arguments_gbnf(many, request)
+    rule = next(line for line in gbnf.splitlines() if line.startswith("paths ::= "))
+    assert rule.count(" | ") == 3 and rule.count("repo/notes.md") == 3  # four lists, the path once in each of three
+    four = "Read a.txt, b.txt, c.txt and d.txt together."  # past MAX_ARRANGED: the items' choices alone
+    assert "enum" not in grammar_schema(many, four)["properties"]["paths"]
+
+
 def test_a_folder_listing_with_no_folder_stated_starts_at_the_servers_root():
     """"What files do I have?" had listed "/home/ann/notes/todo.txt", a path from the prompt's examples (set 36); a
     reader keeps a free path, and a stated folder is taken as stated."""

