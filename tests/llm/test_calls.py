@@ -106,6 +106,25 @@ def test_invalid_arguments_get_one_repair_with_the_full_schema(registry):
     assert "Error: days: 30 is greater than the maximum of 7" in repair_prompt and "  days:" in repair_prompt
 
 
+def test_a_pinned_path_is_no_value_for_the_tools_other_parameters():
+    """"Stage notes.txt in /ws/repo." had staged ["/ws/repo"]: the repository the set-up pins (`Tool.pinned`) was
+    offered as one of the paths the request writes. The grammar now offers notes.txt alone; a path inside the
+    repository stays a choice."""
+    from dataclasses import replace
+
+    add = replace(Tool("git_add", "Adds file contents to the staging area", {"type": "object", "properties": {
+        "files": {"type": "array", "items": {"type": "string"}}}, "required": ["files"]}, "git"), pinned={"repo_path": "/ws/repo"})
+    reg = Registry()
+    reg.set_source("git", [add])
+    for turn, allowed in (("Stage notes.txt in /ws/repo.", ['["notes.txt"]']),
+                          ("Stage /ws/repo/notes.md.", ['["/ws/repo/notes.md"]'])):
+        backend = ScriptedBackend(arguments=['{"files": ["notes.txt"]}'])
+        ToolCaller(backend, reg).call(turn, decision(Action.ROUTE, "git_add"))
+        grammar = backend.calls[0][2]
+        rule = next(line for line in grammar.splitlines() if line.startswith("files ::= "))
+        assert [json.loads(json.loads(alt)) for alt in rule.split(" ::= ")[1].split(" | ")] == [json.loads(a) for a in allowed]
+
+
 class LoopingBackend(ScriptedBackend):
     """A scripted backend whose first grammar-constrained decode runs into a loop."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -53,7 +54,7 @@ from nexus.llm.parameters import (asks_to_read, named_values, room_for, stated_c
 from nexus.llm.stated import request_times, request_zones
 from nexus.llm.values import normalise_arguments
 from nexus.paths import written_paths
-from nexus.registry import Registry
+from nexus.registry import Registry, Tool
 from nexus.registry.tool import arguments_validator, first_argument_error
 from nexus.signatures import retrieval_text
 
@@ -204,9 +205,16 @@ class ToolCaller:
         """The turn with the earlier requests it leans on: what its values may be stated in."""
         return f"{cls._context(history)} {turn}".strip()
 
-    def _grounding(self, turn: str) -> str | None:
-        """The request the grammar takes stated values from (None: the plain schema grammar)."""
-        return turn if self.normalise else None
+    def _grounding(self, turn: str, tool: Tool | None = None) -> str | None:
+        """The request the grammar takes stated values from (None: the plain schema grammar), less the values the
+        set-up pins for `tool` (`Tool.pinned`): "Stage notes.txt in /ws/repo." had offered the pinned repository path
+        as one of the files git_add stages, and the model staged the repository."""
+        if not self.normalise:
+            return None
+        for value in (tool.pinned.values() if tool is not None else ()):
+            if isinstance(value, str) and len(value.strip().rstrip("/")) > 1:
+                turn = re.sub(rf"{re.escape(value.strip().rstrip('/'))}/?(?![\w/-])", " ", turn)
+        return turn
 
     # -- prompts -----------------------------------------------------------------------------------
     def tool_lines(self, keys: Sequence[str], view: str) -> list[str]:
@@ -487,7 +495,7 @@ class ToolCaller:
         logged: the call is still validated against the tool's full schema, so one odd schema never ends the turn."""
         try:
             tool = self.registry.get(key)
-            grammar = arguments_gbnf(tool.input_schema, self._grounding(turn), context, written_only, tool.description)
+            grammar = arguments_gbnf(tool.input_schema, self._grounding(turn, tool), context, written_only, tool.description)
             return self.backend.generate(prompt, grammar=grammar, max_tokens=self.max_arg_tokens)
         except GrammarError as exc:
             log.warning("tool %s: its arguments grammar was refused (%s); decoding any JSON object instead", key, exc)
