@@ -76,6 +76,18 @@ WRITE_FOR_QUESTION = 2
 NAMED_FOR_EMPTY = 2
 
 
+def _pinned(tool: Tool) -> set[str]:
+    """The values the set-up fills for `tool` (`Tool.pinned`), as the request may write them: without surrounding
+    space or a trailing slash, and only those of more than one character.
+
+    >>> from dataclasses import replace
+    >>> sorted(_pinned(replace(Tool("t", "", {}, "s"), pinned={"repo_path": "/ws/repo/", "depth": 3, "root": "/"})))
+    ['/ws/repo']
+    """
+    pins = (str(value).strip().rstrip("/") for value in tool.pinned.values())
+    return {pin for pin in pins if len(pin) > 1}
+
+
 def _prefer(misfits: list[int], fitting: Sequence[bool]) -> list[int]:
     """One more reason against every tool that does not fit, when a listed tool does (none fitting: unchanged).
 
@@ -205,15 +217,14 @@ class ToolCaller:
         """The turn with the earlier requests it leans on: what its values may be stated in."""
         return f"{cls._context(history)} {turn}".strip()
 
-    def _grounding(self, turn: str, tool: Tool | None = None) -> str | None:
+    def _grounding(self, turn: str, tool: Tool) -> str | None:
         """The request the grammar takes stated values from (None: the plain schema grammar), less the values the
-        set-up pins for `tool` (`Tool.pinned`): "Stage notes.txt in /ws/repo." had offered the pinned repository path
+        set-up pins for `tool` (`_pinned`): "Stage notes.txt in /ws/repo." had offered the pinned repository path
         as one of the files git_add stages, and the model staged the repository."""
         if not self.normalise:
             return None
-        for value in (tool.pinned.values() if tool is not None else ()):
-            if isinstance(value, str) and len(value.strip().rstrip("/")) > 1:
-                turn = re.sub(rf"{re.escape(value.strip().rstrip('/'))}/?(?![\w/-])", " ", turn)
+        for pin in _pinned(tool):  # the pinned path itself, not a longer one inside it ("/ws/repo/notes.md")
+            turn = re.sub(rf"{re.escape(pin)}/?(?![\w/-])", " ", turn)
         return turn
 
     # -- prompts -----------------------------------------------------------------------------------
@@ -372,7 +383,7 @@ class ToolCaller:
         # a path the turn writes as the value of a parameter the set-up fills (`Tool.pinned`) is no path to place: "Create
         # a branch called feature-x in the repository /ws/repo" had weighed git_create_branch (repo_path pinned) down
         # against create_directory, and a directory was made
-        pins = {str(value).rstrip("/") for tool in tools for value in tool.pinned.values()}
+        pins = set().union(*map(_pinned, tools))
         path = any(p.rstrip("/") not in pins for p in written_paths(turn))
         schemas = [tool.input_schema for tool in tools]
         # names are looked for only when a listed tool takes nothing (the known words are every listed tool's text)

@@ -169,7 +169,7 @@ def held(name: str, schema: Mapping[str, Any], kind: str) -> int:
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
-_PRONOUN_I = re.compile(r"I'(m|ve|d|ll)", re.I)  # "I've", "I'm": the user, capitalised as a pronoun, not a name
+_PRONOUN_I = re.compile(r"I'(m|ve|d|ll)")  # "I've", "I'm": the user, capitalised as a pronoun, not a name
 
 
 def named_values(request: str, known: str = "") -> list[str]:
@@ -189,8 +189,9 @@ def named_values(request: str, known: str = "") -> list[str]:
     found = []
     for match in _CAPITALISED.finditer(text):
         before = text[:match.start()].rstrip()
+        # a sentence's first word is capitalised anyway, and so is the pronoun "I"
         if before and before[-1] not in ".!?:;\"'(`" and not _PRONOUN_I.fullmatch(match.group(0)):
-            found.append(match.group(0))  # (a sentence's first word is capitalised anyway)
+            found.append(match.group(0))
     found += quoted_spans(text)
     known_words = set(words(known))
     return [v for v in dict.fromkeys(found) if words(v) and not set(words(v)) <= known_words]
