@@ -409,13 +409,14 @@ def test_a_folder_listing_with_no_folder_stated_starts_at_the_servers_root():
 
 def test_a_list_of_names_takes_the_names_the_request_writes():
     """"Delete Acme from memory." had written entityNames ["Acme", "Acme", …] to the token cap; a list of names
-    holds the request's names, each at most once in count, and stays free when the request writes none."""
+    holds the request's names, each at most once, and stays free when the request writes none."""
     schema = {"type": "object", "required": ["entityNames"], "properties": {
         "entityNames": {"type": "array", "items": {"type": "string"}}}}
     names = grammar_schema(schema, "Delete Acme from memory.")["properties"]["entityNames"]
     assert names["items"]["enum"] == ["Acme"] and names["maxItems"] == 1
     names = grammar_schema(schema, "Alice no longer works at Acme, forget both.")["properties"]["entityNames"]
     assert names["items"]["enum"] == ["Alice", "Acme"] and names["maxItems"] == 2
+    assert names["enum"] == [["Alice"], ["Acme"], ["Alice", "Acme"], ["Acme", "Alice"]]  # each once, as file lists
     assert "enum" not in grammar_schema(schema, "delete the acme entity")["properties"]["entityNames"]["items"]
     types = {"type": "object", "properties": {"typeNames": {"type": "array", "items": {"type": "string"}}}}
     assert "enum" not in grammar_schema(types, "Delete Acme from memory.")["properties"]["typeNames"]["items"]

@@ -48,6 +48,15 @@ def normalise_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 MAX_ARRANGED = 3  # a list of up to this many stated paths is offered as its arrangements (15 for three)
 
 
+def _each_once(sub: dict[str, Any], values: Sequence[str]) -> None:
+    """A list parameter that takes the `values` the request writes, each at most once: up to MAX_ARRANGED of them as
+    their arrangements ("Read notes.txt and repo/notes.md … together." had read ["repo/notes.md", "repo/notes.md"],
+    held-out set 67), more as a choice per item."""
+    sub["items"]["enum"] = list(values)
+    if len(values) <= MAX_ARRANGED:
+        sub["enum"] = _arrangements(values)
+
+
 def _arrangements(items: Sequence[str]) -> list[list[str]]:
     """Every non-empty list of distinct `items`, in any order: a list that names each item at most once.
 
@@ -396,14 +405,13 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
             continue
         kind = _list_kind(sub) if request and sub.get("type") == "array" else None
         if kind == "scalars" and is_path_list_parameter(name, sub) and (paths := request_path_choices(request)):
-            # a list of files takes the paths the request writes
-            sub["items"]["enum"] = paths  # (git_add had got ["stage_notes.txt"] for "Stage notes.txt.")
-            if len(paths) <= MAX_ARRANGED:  # each once: "Read notes.txt and repo/notes.md … together." had read
-                sub["enum"] = _arrangements(paths)  # ["repo/notes.md", "repo/notes.md"] (held-out set 67)
+            # a list of files takes the paths the request writes (git_add had got ["stage_notes.txt"] for "Stage
+            # notes.txt.")
+            _each_once(sub, paths)
         elif kind == "scalars" and holds_names(name) and (names := request_names(request)):
-            # a list of names takes the names the request writes, each once ("Delete Acme from memory." had written
-            # entityNames ["Acme", "Acme", ...] to the token cap, and the turn fell through to another tool)
-            sub["items"]["enum"] = names
+            # a list of names takes the names the request writes ("Delete Acme from memory." had written entityNames
+            # ["Acme", "Acme", ...] to the token cap, and the turn fell through to another tool)
+            _each_once(sub, names)
             sub["maxItems"] = min(int(sub.get("maxItems", len(names))), len(names))
         if kind == "choices" or (kind == "scalars" and "maxItems" not in sub):
             # at most as many items as the request separates; a list of choices holds the ones the request names,
