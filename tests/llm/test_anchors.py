@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nexus.llm.anchors import anchored_ids, anchored_numbers, stated_choices
+from nexus.llm.anchors import anchored_ids, anchored_names, anchored_numbers, stated_choices
+from nexus.llm.grammars import grammar_schema
 
 
 @pytest.mark.parametrize("name, request_text, numbers", [
@@ -29,6 +30,34 @@ def test_identifiers_follow_the_name_word():
     assert anchored_ids("customer_id", "orders of customer 5521") == ["5521"]
     assert anchored_ids("person_id", "experiences of Adriel") == []
     assert anchored_ids("location", "id is 1234") == []  # not an identifier parameter
+
+
+@pytest.mark.parametrize("name, request_text, names", [
+    ("branch_name", "Switch /ws/repo to the master branch.", ["master"]),
+    ("branch_name", "Check out the release-2.0 branch", ["release-2.0"]),
+    ("table_name", "What columns does the notes table have?", ["notes"]),
+    ("hotel_name", "a single room at The Plaza hotel.", ["The Plaza"]),   # a capital "The" inside a sentence: the name's
+    ("hotel_name", "The Hilton hotel, two nights.", ["Hilton"]),          # at the sentence's start: only "the"
+    ("branch_name", "Create a new branch called cleanup.", []),    # no word between "the" and "branch"
+    ("branch_name", "Go back to the previous branch.", []),        # "previous" qualifies, it names nothing
+    ("team_name", "stats of the Los Angeles Lakers team", []),     # more than one word: not this rule's to cut
+    ("museum_name", "opening hours of the Metropolitan Museum of Art", []),  # the name goes on past the noun
+    ("museum_name", "opening hours of the Louvre museum of Paris", []),
+    ("game_name", "the board game 'Catan'", []),                    # a quote after the noun: the name is quoted
+    ("name", "the master branch", []),                             # no noun in the parameter's name
+    ("branch", "the master branch", []),                           # not a name parameter
+])
+def test_names_between_the_and_the_noun(name, request_text, names):
+    assert anchored_names(name, request_text) == names
+
+
+def test_a_branch_the_request_names_is_the_only_one_offered():
+    # left free, the 270M model had written the request's repository path as git_checkout's branch_name
+    schema = {"type": "object", "required": ["repo_path", "branch_name"],
+              "properties": {"repo_path": {"type": "string"}, "branch_name": {"type": "string"}}}
+    out = grammar_schema(schema, "Switch /ws/repo to the master branch.")
+    assert out["properties"]["branch_name"]["enum"] == ["master"]
+    assert "enum" not in grammar_schema(schema, "Switch /ws/repo to a new branch.")["properties"]["branch_name"]
 
 
 def test_choices_named_in_the_request():

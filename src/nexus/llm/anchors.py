@@ -24,6 +24,7 @@ from nexus.llm.choices import schema_choices
 from nexus.llm.parameters import NAME_FILLER
 from nexus.llm.stated import NUMBER_WORDS, SCALES, THOUSANDS_COMMA, request_coordinates
 from nexus.llm.words import words
+from nexus.slb.lexical import STOPWORDS
 
 # Words between a parameter's word and its value: "equity of $10", "id is 1234", "id: 3".
 LINKS = frozenset("of is was are be equals equal".split())
@@ -155,6 +156,40 @@ def anchored_ids(name: str, request: str) -> list[str]:
         before = tokens[i - 2] if tokens[i - 1] in LINKS and i >= 2 else tokens[i - 1]
         if any(_same_word(w, before) or w == before for w in own) and raw[i] not in found:
             found.append(raw[i])
+    return found
+
+
+# words that stand between "the" and a noun without naming the thing ("the new branch", "the current table")
+NOT_NAMES = frozenset("new current same other existing default remote local latest last first next previous whole "
+                      "entire active old each every any all this that my our your their its".split())
+
+
+def anchored_names(name: str, request: str) -> list[str]:
+    """For a name parameter (`<noun>_name`, such as `branch_name`), the one word the request puts between "the"
+    and that noun ("Switch the repo to the master branch." -> "master"). Left free, the 270M model had written the
+    request's repository path as git_checkout's branch. Only a single word directly after "the" counts ("the Los
+    Angeles Lakers team" names no one word), and not a word that only qualifies the noun (`NOT_NAMES`); a capital "The" inside a sentence is kept. The
+    noun written with a capital, or followed by "of" or a quote, says the name goes on past it: no value.
+
+    >>> anchored_names("branch_name", "Switch /ws/repo to the master branch."), anchored_names("branch_name", "the new branch")
+    (['master'], [])
+    >>> anchored_names("name", "the master branch"), anchored_names("hotel_name", "a room at The Plaza hotel")
+    ([], ['The Plaza'])
+    """
+    parts = words(name)
+    if len(parts) < 2 or parts[-1] != "name":
+        return []
+    noun = re.escape(parts[-2])
+    found: list[str] = []
+    request = request or ""
+    for match in re.finditer(rf"\b(the)\s+([A-Za-z0-9][\w.-]*)\s+({noun}s?)\b(\s+of\b|\s*['\"‘“])?", request, re.I):
+        value = match.group(2).rstrip(".")
+        if value.lower() in NOT_NAMES | STOPWORDS or match.group(4) or match.group(3)[0].isupper():
+            continue  # "the Metropolitan Museum of Art", "the board game 'Catan'": the name goes on past the noun
+        if match.group(1) == "The" and request[: match.start()].rstrip()[-1:] not in ("", ".", "!", "?"):
+            value = f"The {value}"  # "at The Plaza hotel": a capital "The" inside a sentence is part of the name
+        if value not in found:
+            found.append(value)
     return found
 
 

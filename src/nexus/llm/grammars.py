@@ -589,7 +589,7 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
     choices = anchors.stated_choices(schema, request, 1 if promoted else anchors.MIN_LISTED)
     if choices or "enum" in schema:
         return choices
-    return anchors.anchored_ids(name, request)
+    return anchors.anchored_ids(name, request) or anchors.anchored_names(name, request)
 
 
 
