@@ -60,6 +60,15 @@ def test_a_branch_the_request_names_is_the_only_one_offered():
     assert "enum" not in grammar_schema(schema, "Switch /ws/repo to a new branch.")["properties"]["branch_name"]
 
 
+def test_two_name_parameters_of_one_noun_take_neither_of_its_words():
+    # "the feature branch" would anchor to source_branch_name and target_branch_name alike: to neither
+    schema = {"type": "object", "required": ["source_branch_name", "target_branch_name"],
+              "properties": {"source_branch_name": {"type": "string"}, "target_branch_name": {"type": "string"}}}
+    out = grammar_schema(schema, "Merge the feature branch into the master branch.")
+    assert "enum" not in out["properties"]["source_branch_name"]
+    assert "enum" not in out["properties"]["target_branch_name"]
+
+
 def test_choices_named_in_the_request():
     enum = {"type": "string", "enum": ["interfaces", "status", "statistics"]}
     assert stated_choices(enum, "status of the interface") == ["status"]  # "interface" is not "interfaces"

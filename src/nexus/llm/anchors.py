@@ -161,15 +161,17 @@ def anchored_ids(name: str, request: str) -> list[str]:
 
 # words that stand between "the" and a noun without naming the thing ("the new branch", "the current table")
 NOT_NAMES = frozenset("new current same other existing default remote local latest last first next previous whole "
-                      "entire active old each every any all this that my our your their its".split())
+                      "entire active old each every any all this that my our your their its".split()) | STOPWORDS
 
 
 def anchored_names(name: str, request: str) -> list[str]:
-    """For a name parameter (`<noun>_name`, such as `branch_name`), the one word the request puts between "the"
-    and that noun ("Switch the repo to the master branch." -> "master"). Left free, the 270M model had written the
-    request's repository path as git_checkout's branch. Only a single word directly after "the" counts ("the Los
-    Angeles Lakers team" names no one word), and not a word that only qualifies the noun (`NOT_NAMES`); a capital "The" inside a sentence is kept. The
-    noun written with a capital, or followed by "of" or a quote, says the name goes on past it: no value.
+    """For a name parameter (`<noun>_name`, such as `branch_name`), the one word the request puts between "the" and
+    that noun ("Switch the repo to the master branch." -> "master"). Left free, the 270M model had written the
+    request's repository path as git_checkout's branch.
+
+    Only a single word directly after "the" counts ("the Los Angeles Lakers team" names no one word), not one that only
+    qualifies the noun (`NOT_NAMES`). A capital "The" inside a sentence is part of the name. The noun written with a
+    capital, or followed by "of" or a quote, says the name goes on past it ("the Metropolitan Museum of Art"): no value.
 
     >>> anchored_names("branch_name", "Switch /ws/repo to the master branch."), anchored_names("branch_name", "the new branch")
     (['master'], [])
@@ -179,18 +181,25 @@ def anchored_names(name: str, request: str) -> list[str]:
     parts = words(name)
     if len(parts) < 2 or parts[-1] != "name":
         return []
-    noun = re.escape(parts[-2])
+    text = request or ""
     found: list[str] = []
-    request = request or ""
-    for match in re.finditer(rf"\b(the)\s+([A-Za-z0-9][\w.-]*)\s+({noun}s?)\b(\s+of\b|\s*['\"‘“])?", request, re.I):
+    # "the" (1), the one word (2), the noun (3), then "of" or a quote (4) when the name goes on past the noun
+    pattern = rf"\b(the)\s+([A-Za-z0-9][\w.-]*)\s+({re.escape(parts[-2])}s?)\b(\s+of\b|\s*['\"‘“])?"
+    for match in re.finditer(pattern, text, re.I):
         value = match.group(2).rstrip(".")
-        if value.lower() in NOT_NAMES | STOPWORDS or match.group(4) or match.group(3)[0].isupper():
-            continue  # "the Metropolitan Museum of Art", "the board game 'Catan'": the name goes on past the noun
-        if match.group(1) == "The" and request[: match.start()].rstrip()[-1:] not in ("", ".", "!", "?"):
-            value = f"The {value}"  # "at The Plaza hotel": a capital "The" inside a sentence is part of the name
+        if value.lower() in NOT_NAMES or match.group(4) or match.group(3)[0].isupper():
+            continue
+        if match.group(1) == "The" and text[: match.start()].rstrip()[-1:] not in ("", ".", "!", "?"):
+            value = f"The {value}"
         if value not in found:
             found.append(value)
     return found
+
+
+def anchored_strings(name: str, request: str) -> list[str]:
+    """The values a string parameter takes from the words next to its own: an identifier after it (`anchored_ids`),
+    else the one word between "the" and its noun (`anchored_names`)."""
+    return anchored_ids(name, request) or anchored_names(name, request)
 
 
 _SEPARATORS = re.compile(r"[,;\n]|\b(?:and|or)\b", re.I)

@@ -494,8 +494,9 @@ def _with_context(stated: dict[str, list[str]], props: Mapping[str, Any], contex
 
 
 def _shared_anchors(props: Mapping[str, Any], written: set[str], request: str) -> set[str]:
-    """Written number and identifier parameters whose anchored values another one has too (their name words
-    differ only in what the request does not say: side1, side2, side3 for "sides")."""
+    """Written number, identifier and name parameters whose anchored values another one has too (their name words
+    differ only in what the request does not say: side1, side2, side3 for "sides"; source_branch_name and
+    target_branch_name for "the feature branch")."""
     from nexus.llm import anchors
 
     seen: dict[str, list[str]] = {}
@@ -506,7 +507,7 @@ def _shared_anchors(props: Mapping[str, Any], written: set[str], request: str) -
         if sub.get("type") in ("number", "integer"):
             values = anchors.anchored_numbers(name, request)
         elif sub.get("type") in ("string", None) and "enum" not in sub:
-            values = anchors.anchored_ids(name, request)
+            values = anchors.anchored_strings(name, request)
         else:
             continue
         if values:
@@ -589,7 +590,7 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
     choices = anchors.stated_choices(schema, request, 1 if promoted else anchors.MIN_LISTED)
     if choices or "enum" in schema:
         return choices
-    return anchors.anchored_ids(name, request) or anchors.anchored_names(name, request)
+    return anchors.anchored_strings(name, request)
 
 
 
