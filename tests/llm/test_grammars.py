@@ -372,6 +372,17 @@ def test_the_latest_commit_is_head():
         assert "enum" not in grammar_schema(show, request)["properties"]["revision"]
 
 
+def test_the_head_commit_is_head_and_a_commit_before_it_is_not():
+    """"Show the details of the HEAD commit in {repo}." (set 72) had got revision "72/set72/workspace/repo.git", a
+    piece of the repository's path: the word HEAD itself had counted as a ref other than HEAD."""
+    show = {"type": "object", "properties": {"repo_path": {"type": "string"}, "revision": {"type": "string"}},
+            "required": ["repo_path", "revision"]}
+    for request in ("Show the details of the HEAD commit in /srv/repo.", "What is in the head commit?"):
+        assert grammar_schema(show, request)["properties"]["revision"]["enum"] == ["HEAD"]
+    for request in ("Show the commit before HEAD~1, not the HEAD commit", "Show the HEAD^ commit"):  # another ref
+        assert "enum" not in grammar_schema(show, request)["properties"]["revision"]
+
+
 def test_a_list_of_files_takes_the_paths_the_request_writes():
     """git_add had got ["stage_notes.txt"] and ["git_commit"] for "Stage notes.txt." (session 26); a request that
     writes no path leaves the items free."""

@@ -52,7 +52,8 @@ def asks_to_read(request: str) -> bool:
 # newest commit ("the latest commit" is HEAD)
 _REVISION = re.compile(r"(?i)rev|revision|ref|commit(?:_?(?:id|hash|sha))?|sha")
 LATEST_COMMIT = re.compile(r"\b(?:latest|last|most\s+recent|newest|current|head)\s+commit\b", re.I)
-NOT_HEAD = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD~?\d*|\bcommits\b", re.I)
+# a hash, a commit counted back from HEAD (HEAD~2, HEAD^), or several commits: not HEAD itself ("the HEAD commit" is)
+NOT_HEAD = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD(?:~\d*|\^+)|\bcommits\b", re.I)
 _STATED_REVISION = re.compile(r"\bHEAD\b|['\"`][^'\"`]+['\"`]|\b(?:tag|branch|version|v\d)", re.I)  # or a commit
 
 
