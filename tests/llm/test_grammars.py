@@ -447,3 +447,18 @@ def test_an_insert_keeps_every_column_the_request_pairs_with_a_value():
     # one value with its column: the one-column row, as before
     single = sql_pattern("SQL query to execute", "Insert a row with title 'Buy milk' into the notes table.", "Run an INSERT")
     assert re.fullmatch(single, "INSERT INTO notes (title) VALUES ('Buy milk')")
+
+
+def test_a_file_tools_from_to_pair_takes_the_files_the_request_writes():
+    """move_file(source, destination) names no parameter a path: "Rename notes.txt to notes-old.txt in my workspace."
+    (set 72) had moved notes-old.txt to notes-new.txt, a file the request never wrote."""
+    move = {"type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}},
+            "required": ["source", "destination"]}
+    files = "Move or rename files and directories."
+    props = grammar_schema(move, "Rename notes.txt to notes-old.txt in my workspace.", description=files)["properties"]
+    assert (props["source"]["enum"], props["destination"]["enum"]) == (["notes.txt"], ["notes-old.txt"])
+    for request, description in (("Move notes.txt into the backups folder.", files),  # one file for two ends
+                                  ("Rename notes.txt to notes-old.txt.", "Rename a record."),  # not a tool about files
+                                  ("Book it from 9 a.m. to 5 p.m. in Washington D.C.", files)):  # no file written
+        props = grammar_schema(move, request, description=description)["properties"]
+        assert "enum" not in props["source"] and "enum" not in props["destination"]

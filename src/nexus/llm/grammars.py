@@ -27,6 +27,7 @@ from nexus.slb.lexical import STOPWORDS
 
 log = logging.getLogger(__name__)
 _ROOT_REF = re.compile(r"(?<![\w-])root(?![\w-])")
+FILES_TOOL = re.compile(r"\b(?:files?|folders?|director(?:y|ies)|paths?)\b", re.I)  # a tool description about files
 
 
 def _gbnf_literal(text: str) -> str:
@@ -368,7 +369,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     from nexus.llm import anchors, directions
     from nexus.llm.choices import closed_choices
     from nexus.llm.parameters import bare_count, mentioned, unclaimed_counts
-    from nexus.llm.stated import is_rate_parameter, percent_only, request_numbers, request_path_choices, value_kind
+    from nexus.llm.stated import file_paths, is_rate_parameter, percent_only, request_numbers, request_path_choices, value_kind
 
     out = normalise_schema(schema)
     percents = percent_only(request) if request else set()
@@ -397,9 +398,11 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         for n, stated in stated_by_name.items():
             if not stated and value_kind(n, props[n]) == "path":
                 stated_by_name[n] = ["."]
+    file_ends = _file_ends(props, stated_by_name, request, description) if request else set()
     if request:  # a from/to pair offered the same values: each side gets the one the request (or a follow-up's) places
         stated_by_name.update(directions.directed({n: v for n, v in stated_by_name.items() if v}, request,
-                                                  lambda n, text: _stated_choices(n, props[n], text), context))
+                                                  lambda n, text: file_paths(text) if n in file_ends else
+                                                  _stated_choices(n, props[n], text), context))
     for name, sub in props.items():
         if not isinstance(sub, dict) or "pattern" in sub:
             continue
@@ -469,6 +472,24 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
             if options:
                 sub["enum"] = options
     return out
+
+
+def _file_ends(props: Mapping[str, Any], stated: dict[str, list[str]], request: str, description: str) -> set[str]:
+    """The from/to pair of a tool about files that names no path (move_file's source and destination), offered the
+    files the request writes when it writes one for each end (`stated` updated); `directions` then places them.
+    "Rename notes.txt to notes-old.txt in my workspace." had moved notes-old.txt to notes-new.txt, a name the request
+    never wrote (set 72; the server refused it)."""
+    from nexus.llm import directions
+    from nexus.llm.stated import file_paths, value_kind
+
+    if not FILES_TOOL.search(description or ""):
+        return set()
+    ends = [n for n, v in stated.items() if not v and directions.direction(n) and value_kind(n, props[n]) is None]
+    files = file_paths(request)
+    if {directions.direction(n) for n in ends} != {"source", "target"} or len(files) < len(ends):
+        return set()
+    stated.update({n: files for n in ends})
+    return set(ends)
 
 
 def _with_context(stated: dict[str, list[str]], props: Mapping[str, Any], context: str) -> dict[str, list[str]]:

@@ -116,6 +116,16 @@ def request_paths(request: str) -> list[str]:
     return [p for p in dict.fromkeys(found) if p and not re.fullmatch(r"[\d.]+", p)]
 
 
+def file_paths(request: str) -> list[str]:
+    """The paths the request writes that are plainly files or folders: with a slash, or a name of two letters or more
+    with an extension of two or more ("notes.txt", not "a.m" or "D.C").
+
+    >>> file_paths("Rename notes.txt to notes-old.txt at 9 a.m. in Washington D.C.")
+    ['notes.txt', 'notes-old.txt']
+    """
+    return [p for p in request_paths(request) if "/" in p or re.fullmatch(r"[\w-]{2,}(?:\.[\w-]+)*\.[A-Za-z0-9]{2,5}", p)]
+
+
 _CREATE = re.compile(r"\b(create|make|new|add|write|save|mkdir)\b", re.I)
 _NAMED = re.compile(r"\b(?:called|named|titled)\s+[\"'`]?(\w[\w.-]*\w|\w)")
 
