@@ -293,27 +293,64 @@ _FILTERED = re.compile(r"\b(where|whose|with|without|containing|contains?|about|
 
 def _read_statement(request: str) -> str | None:
     r"""A read asked for in words about a named table that states no value and asks for no filter or order, as the one
-    statement it can be: every row, or their count for "how many". Free, the model wrote "SELECT * FROM notes WHERE
+    statement it can be: every row, or their count for "how many" (with one value in one column: `_read_where`). Free, the model wrote "SELECT * FROM notes WHERE
     name = 'notes'" for "How many rows are in the notes table?" (the server refused: no such column).
 
     >>> print(_read_statement("How many rows are in the notes table?"))
     ^SELECT COUNT\(\*\) FROM notes$
     >>> print(_read_statement("List every book in the books table."))
     ^SELECT \* FROM books$
-    >>> _read_statement("Show the notes in the notes table whose title is 'x'"), _read_statement("Show 3 rows of the notes table")
-    (None, None)
+    >>> _read_statement("Show 3 rows of the notes table") is None  # a value, but no column it is found by
+    True
+    >>> print(_read_statement("Show the notes in the notes table whose title is 'x'"))  # one value in one column
+    ^SELECT \* FROM notes WHERE (title) = ('x')$
     >>> print(_read_statement("How many notes are in the database?"))  # no table named: the plural of what it counts
     ^SELECT COUNT\(\*\) FROM notes$
     """
     from nexus.llm.words import quoted_spans
 
     table = (named_table(request) or rows_table(request)) if sql_in_words(request) == "read" else None
-    if not table or table.lower() in _ROW_FILLER or quoted_spans(request) or re.search(r"\d", request):
+    if not table or table.lower() in _ROW_FILLER:
         return None
+    if quoted_spans(request) or re.search(r"\d", request):
+        return _read_where(request, table)
     if _FILTERED.search(request.replace(f"{table} table", " ")):
         return None
     count = re.search(r"\bhow\s+many\b|\bcount\b|\bnumber\s+of\b", request, re.I)
     return "^SELECT " + (r"COUNT\(\*\)" if count else r"\*") + f" FROM {table}$"
+
+
+def _read_where(request: str, table: str) -> str | None:
+    r"""A read of the rows of a named table that have one value in one column, written after "with", "whose" or
+    "where" and its column ("the note with id 1", "whose title is 'x'"), when the request states no other value and asks
+    for no other filter or order. Free, the model wrote "SELECT id, name, email FROM notes WHERE id = 1" for "Fetch the
+    note with id 1 from the notes table." (set 74; the server refused: no such column).
+
+    >>> print(_read_where("Fetch the note with id 1 from the notes table.", "notes"))
+    ^SELECT \* FROM notes WHERE (id) = (1)$
+    >>> print(_read_where("Show the rows of the notes table whose title is 'Call Alice'.", "notes"))
+    ^SELECT \* FROM notes WHERE (title) = ('Call Alice')$
+    >>> _read_where("Show notes with id 1 or 2 from the notes table", "notes"), _read_where("Get 3 notes with id 1", "notes")
+    (None, None)
+    >>> _read_where("Show the notes table rows whose title contains 'milk'", "notes") is None  # a LIKE, not an equality
+    True
+    """
+    from nexus.llm.words import quoted_spans
+
+    quoted = quoted_spans(request)
+    if any(not _ROW_LITERAL.fullmatch(q) for q in quoted):
+        return None
+    bare = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", request)
+    values = [f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)
+    found = list(re.finditer(rf"\b(?:with|whose|where)\s+(?:the\s+|an?\s+)?{_BEFORE_VALUE}('[^']*'|\d+(?:\.\d+)?(?![\w.]))",
+                             request, re.I))
+    if len(values) != 1 or len(found) != 1:
+        return None
+    word, value = found[0].group(1), found[0].group(2)
+    rest = (request[:found[0].start()] + " " + request[found[0].end():]).replace(f"{table} table", " ")
+    if word.lower() in _ROW_FILLER | STOPWORDS or _FILTERED.search(rest):
+        return None
+    return f"^SELECT \\* FROM {table} WHERE {_one_of(_column_names(word))} = {_one_of([value])}$"
 
 
 def _column_names(word: str) -> list[str]:
