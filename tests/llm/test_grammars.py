@@ -479,3 +479,16 @@ def test_a_file_tools_from_to_pair_takes_the_files_the_request_writes():
                                   ("Book it from 9 a.m. to 5 p.m. in Washington D.C.", files)):  # no file written
         props = grammar_schema(move, request, description=description)["properties"]
         assert "enum" not in props["source"] and "enum" not in props["destination"]
+
+
+def test_a_files_content_given_unquoted_after_the_text_is_that_span():
+    """"Write the text see you soon into a new file bye.txt in my workspace." (set 75) had written content "bye.txt"
+    (refused as the file's own name) and "Save the text buy milk into todo.txt" (set 71) an edit to "milk"."""
+    write = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+             "required": ["path", "content"]}
+    for request, text in (("Write the text see you soon into a new file bye.txt in my workspace.", "see you soon"),
+                          ("Save the text buy milk into todo.txt in my workspace.", "buy milk"),
+                          ("Create ideas.txt with the text learn rust.", "learn rust")):
+        assert grammar_schema(write, request)["properties"]["content"]["enum"] == [text]
+    for request in ("Save the text 'buy milk' to todo.txt", "Create todo.txt containing buy milk"):  # quoted, or no "the text"
+        assert "enum" not in grammar_schema(write, request)["properties"]["content"]

@@ -126,6 +126,31 @@ def file_paths(request: str) -> list[str]:
     return [p for p in request_paths(request) if "/" in p or re.fullmatch(r"[\w-]{2,}(?:\.[\w-]+)*\.[A-Za-z0-9]{2,5}", p)]
 
 
+_TEXT_SAID = re.compile(r"\bthe\s+(?:text|words)\s+(?!['\"`])", re.I)
+_TEXT_END = re.compile(r"\s+(?:into|to|in)\s+(?:an?\s+|the\s+|my\s+)?(?:new\s+)?(?:file\b|[\w./-]+\.[A-Za-z0-9]{2,5}\b)|\s*[.!?]?\s*$", re.I)
+TEXT_PARAMETER = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file says
+
+
+def unquoted_text(request: str) -> str | None:
+    """The text a request gives unquoted after "the text" or "the words", up to the file it goes into or the
+    sentence's end; None when it quotes it (the quotes say it then), gives none, or the span holds a path or more
+    than twelve words.
+
+    >>> unquoted_text("Write the text see you soon into a new file bye.txt."), unquoted_text("Create a.txt with the text learn rust.")
+    ('see you soon', 'learn rust')
+    >>> unquoted_text("Save the text 'hi' to a.txt"), unquoted_text("Display the text of notes.txt.")
+    (None, None)
+    """
+    said = _TEXT_SAID.search(request or "")
+    if not said or re.match(r"(?:of|from|in|at|on)\b", request[said.end():], re.I):
+        return None
+    rest = request[said.end():]
+    span = rest[:_TEXT_END.search(rest).start()].strip()
+    if not span or request_paths(span) or len(span.split()) > 12 or re.search(r"['\"`]", span):
+        return None
+    return span
+
+
 _CREATE = re.compile(r"\b(create|make|new|add|write|save|mkdir)\b", re.I)
 _NAMED = re.compile(r"\b(?:called|named|titled)\s+[\"'`]?(\w[\w.-]*\w|\w)")
 
