@@ -287,38 +287,34 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     assert "pattern" not in grammar_schema(free, "count the rows")["properties"]["query"]
 
 
+_READ = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+         "required": ["query"]}
+
+
+def _read_pattern(request):
+    return grammar_schema(_READ, request)["properties"]["query"].get("pattern")
+
+
 def test_a_read_in_words_about_a_table_that_states_nothing_more_is_every_row_or_their_count():
     """"How many rows are in the notes table?" had run "SELECT * FROM notes WHERE name = 'notes'" (no such column)."""
-    read = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
-            "required": ["query"]}
-
-    def pattern(request):
-        return grammar_schema(read, request)["properties"]["query"].get("pattern")
-
-    assert pattern("How many rows are in the notes table?") == "^SELECT COUNT\\(\\*\\) FROM notes$"
-    assert pattern("List every book in the books table.") == "^SELECT \\* FROM books$"
+    assert _read_pattern("How many rows are in the notes table?") == "^SELECT COUNT\\(\\*\\) FROM notes$"
+    assert _read_pattern("List every book in the books table.") == "^SELECT \\* FROM books$"
     # a value, a filter or an order leaves the statement to the model, after its keyword
     for request in ("Show the notes in the notes table whose title contains 'x'", "Show the 3 newest rows of the notes table",
                     "List the notes table sorted by title", "Show me the notes"):
-        assert pattern(request) == '^(SELECT) [^"\\\\]*$'
-    assert 'COUNT' in arguments_gbnf(read, "How many rows are in the notes table?")  # llama.cpp's converter takes it
+        assert _read_pattern(request) == '^(SELECT) [^"\\\\]*$'
+    assert 'COUNT' in arguments_gbnf(_READ, "How many rows are in the notes table?")  # llama.cpp's converter takes it
 
 
 def test_a_read_of_a_table_by_one_value_in_one_column_is_that_where():
     """"Fetch the note with id 1 from the notes table." (set 74) had run "SELECT id, name, email FROM notes WHERE id = 1"
     (no such column: name)."""
-    read = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
-            "required": ["query"]}
-
-    def pattern(request):
-        return grammar_schema(read, request)["properties"]["query"].get("pattern")
-
-    assert pattern("Fetch the note with id 1 from the notes table.") == "^SELECT \\* FROM notes WHERE (id) = (1)$"
-    assert pattern("Show the notes in the notes table whose title is 'x'") == "^SELECT \\* FROM notes WHERE (title) = ('x')$"
+    assert _read_pattern("Fetch the note with id 1 from the notes table.") == "^SELECT \\* FROM notes WHERE (id) = (1)$"
+    assert _read_pattern("Show the notes in the notes table whose title is 'x'") == "^SELECT \\* FROM notes WHERE (title) = ('x')$"
     for request in ("Show notes with id 1 or 2 from the notes table", "Show the 2 rows of the notes table with id 1",
                     "Show the notes table rows with id 1, newest first"):  # another value, or an order
-        assert pattern(request) == '^(SELECT) [^"\\\\]*$'
-    assert "notes WHERE" in arguments_gbnf(read, "Fetch the note with id 1 from the notes table.")
+        assert _read_pattern(request) == '^(SELECT) [^"\\\\]*$'
+    assert "notes WHERE" in arguments_gbnf(_READ, "Fetch the note with id 1 from the notes table.")
 
 
 def test_a_participle_before_a_value_names_the_column_it_is_made_from():
