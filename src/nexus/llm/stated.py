@@ -127,7 +127,7 @@ def file_paths(request: str) -> list[str]:
 
 
 _TEXT_SAID = re.compile(r"\bthe\s+(?:text|words)\s+(?!['\"`])", re.I)
-_TEXT_END = re.compile(r"\s+(?:into|to|in)\s+(?:an?\s+|the\s+|my\s+)?(?:new\s+)?(?:file\b|[\w./-]+\.[A-Za-z0-9]{2,5}\b)|\s*[.!?]?\s*$", re.I)
+_TEXT_END = re.compile(r"\s+(?:into|to|in)\s+(?:an?\s+|the\s+|my\s+)?(?:new\s+)?(?:file\b|[\w./-]+\.[A-Za-z0-9]{2,5}\b)|[.!?](?=\s+(?-i:[A-Z]))|[.!?]?\s*$", re.I)
 TEXT_PARAMETER = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file says
 
 
@@ -138,6 +138,8 @@ def unquoted_text(request: str) -> str | None:
 
     >>> unquoted_text("Write the text see you soon into a new file bye.txt."), unquoted_text("Create a.txt with the text learn rust.")
     ('see you soon', 'learn rust')
+    >>> unquoted_text("Create a.txt with the text call Ann. Then list my files.")  # up to the sentence's end
+    'call Ann'
     >>> unquoted_text("Save the text 'hi' to a.txt"), unquoted_text("Display the text of notes.txt.")
     (None, None)
     """
