@@ -392,7 +392,7 @@ def test_the_head_commit_is_head_and_a_commit_before_it_is_not():
             "required": ["repo_path", "revision"]}
     for request in ("Show the details of the HEAD commit in /srv/repo.", "What is in the head commit?"):
         assert grammar_schema(show, request)["properties"]["revision"]["enum"] == ["HEAD"]
-    for request in ("Show the commit before HEAD~1, not the HEAD commit", "Show the HEAD^ commit"):  # another ref
+    for request in ("Show the commit before HEAD~1, not the HEAD commit", "Show HEAD^, the parent of the head commit"):  # another ref
         assert "enum" not in grammar_schema(show, request)["properties"]["revision"]
 
 

@@ -37,11 +37,9 @@ from nexus.gate.evidence import is_sql_parameter, runs_sql
 from nexus.llm.names import holds_names
 from nexus.llm.replacements import request_replacement, takes_replacement
 from nexus.llm.sql import unstated_literals
-from nexus.llm.stated import request_paths, stated, words_said
+from nexus.llm.stated import TEXT_PARAMETER, request_paths, stated, words_said
 from nexus.llm.words import words
 from nexus.registry import Tool
-
-_CONTENT = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file or record says
 
 
 def written_values(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> Iterator[tuple[str, Any, Mapping[str, Any]]]:
@@ -92,16 +90,16 @@ def unstated_change(tool: Tool, arguments: Mapping[str, Any] | None, request: st
         return f"{tool.name} may destroy data (its server says so) and the request asks to replace text, which it cannot"
     paths = set(request_paths(request))
     for name, value, schema in written_values(arguments, tool.input_schema):
-        if isinstance(value, str) and _CONTENT.search(name) and value.strip() in paths:
+        if isinstance(value, str) and TEXT_PARAMETER.search(name) and value.strip() in paths:
             return f"{tool.name} may destroy data (its server says so) and would write the file name {value!r} as its {name}"
-        if isinstance(value, str) and _CONTENT.search(name) and _restates(value, request):
+        if isinstance(value, str) and TEXT_PARAMETER.search(name) and _restates(value, request):
             return f"{tool.name} may destroy data (its server says so) and would write the request itself as its {name}"
         # a value that is itself a path ("backups/notes.txt" for a destination) is read as one, pieces of the
         # request's paths included
         as_path = isinstance(value, str) and request_paths(value) == [value.strip()]
         if not stated("path" if as_path else name, value, request, schema) or (isinstance(value, str) and not _mostly_said(value, request)):
             return f"{tool.name} may destroy data (its server says so) and the request does not state its {name} {value!r}"
-        if isinstance(value, str) and (_CONTENT.search(name) or holds_names(name)) and _spliced(value, request):
+        if isinstance(value, str) and (TEXT_PARAMETER.search(name) or holds_names(name)) and _spliced(value, request):
             # a name is copied whole too: "Delete the note with id 2." had deleted the graph entity "note 2"
             return (f"{tool.name} may destroy data (its server says so) and its {name} {value!r} puts together words the "
                     "request does not write together")

@@ -156,6 +156,22 @@ _BEFORE_VALUE = r"\b([A-Za-z_]\w*)\s+(?:=\s*|is\s+)?"  # the word a request writ
 _ROW_LITERAL = re.compile(r"[\w ]+")  # a value the pattern can hold as it is (no quote, bracket or dot to escape)
 
 
+def _row_values(request: str) -> tuple[str, list[str]] | None:
+    """The request with its quoted spans blanked out, and the values a row statement may hold: each quoted span (in
+    single quotes) and each number, once; None when a quoted value holds what the pattern cannot hold as it is.
+
+    >>> _row_values("Add 'Buy milk' as note 2, then note 2 again")
+    ('Add   as note 2, then note 2 again', ["'Buy milk'", '2'])
+    """
+    from nexus.llm.words import quoted_spans
+
+    quoted = quoted_spans(request)
+    if any(not _ROW_LITERAL.fullmatch(q) for q in quoted):
+        return None
+    bare = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", request)
+    return bare, list(dict.fromkeys([f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)))
+
+
 def _row_statement(asked: str, request: str) -> str | None:
     r"""An INSERT, UPDATE or DELETE asked for in words, as a pattern built from the request: the table it names, else
     its words or their plurals ("the note with id 2" is in table notes); a column the word written before a value, else
@@ -181,15 +197,12 @@ def _row_statement(asked: str, request: str) -> str | None:
     >>> _row_statement("DELETE FROM", "Delete everything."), _row_statement("SELECT", "Show note 3")
     (None, None)
     """
-    from nexus.llm.words import quoted_spans
-
     if asked not in ("INSERT INTO", "DELETE FROM", "UPDATE"):
         return None
-    quoted = quoted_spans(request)
-    if any(not _ROW_LITERAL.fullmatch(q) for q in quoted):
+    stated = _row_values(request)
+    if stated is None:
         return None
-    bare = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", request)
-    values = list(dict.fromkeys([f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)))
+    bare, values = stated
     # a word written after "with", "whose" or "where" and before a value is a column, not the table ("the note with id
     # 2": the model had written `DELETE FROM ids`)
     columns = {w.lower() for w in re.findall(rf"\b(?:with|whose|where)\s+(?:the\s+|an?\s+)?{_BEFORE_VALUE}(?:'[^']*'|\d)",
@@ -293,8 +306,9 @@ _FILTERED = re.compile(r"\b(where|whose|with|without|containing|contains?|about|
 
 def _read_statement(request: str) -> str | None:
     r"""A read asked for in words about a named table that states no value and asks for no filter or order, as the one
-    statement it can be: every row, or their count for "how many" (with one value in one column: `_read_where`). Free, the model wrote "SELECT * FROM notes WHERE
-    name = 'notes'" for "How many rows are in the notes table?" (the server refused: no such column).
+    statement it can be: every row, or their count for "how many" (with one value in one column: `_read_where`). Free,
+    the model wrote "SELECT * FROM notes WHERE name = 'notes'" for "How many rows are in the notes table?" (the server
+    refused: no such column).
 
     >>> print(_read_statement("How many rows are in the notes table?"))
     ^SELECT COUNT\(\*\) FROM notes$
@@ -335,16 +349,10 @@ def _read_where(request: str, table: str) -> str | None:
     >>> _read_where("Show the notes table rows whose title contains 'milk'", "notes") is None  # a LIKE, not an equality
     True
     """
-    from nexus.llm.words import quoted_spans
-
-    quoted = quoted_spans(request)
-    if any(not _ROW_LITERAL.fullmatch(q) for q in quoted):
-        return None
-    bare = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", request)
-    values = [f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)
+    stated = _row_values(request)
     found = list(re.finditer(rf"\b(?:with|whose|where)\s+(?:the\s+|an?\s+)?{_BEFORE_VALUE}('[^']*'|\d+(?:\.\d+)?(?![\w.]))",
                              request, re.I))
-    if len(values) != 1 or len(found) != 1:
+    if stated is None or len(stated[1]) != 1 or len(found) != 1:
         return None
     word, value = found[0].group(1), found[0].group(2)
     rest = (request[:found[0].start()] + " " + request[found[0].end():]).replace(f"{table} table", " ")

@@ -128,7 +128,7 @@ def file_paths(request: str) -> list[str]:
 
 _TEXT_SAID = re.compile(r"\bthe\s+(?:text|words)\s+(?!['\"`])", re.I)
 _TEXT_END = re.compile(r"\s+(?:into|to|in)\s+(?:an?\s+|the\s+|my\s+)?(?:new\s+)?(?:file\b|[\w./-]+\.[A-Za-z0-9]{2,5}\b)|[.!?](?=\s+(?-i:[A-Z]))|[.!?]?\s*$", re.I)
-TEXT_PARAMETER = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file says
+TEXT_PARAMETER = re.compile(r"content|text|body", re.I)  # a parameter that holds what a file or record says
 
 
 def unquoted_text(request: str) -> str | None:
