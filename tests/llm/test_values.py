@@ -228,7 +228,9 @@ def test_a_piece_of_the_requests_expression_becomes_the_whole_expression():
     calc = {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}
     cases = {("3 * (4 + 5", "Evaluate 3 * (4 + 5)."): "3 * (4 + 5)", ("2 + 3", "Calculate (2 + 3) * 4"): "(2 + 3) * 4",
              ("19.99", "How much is 19.99 times 3?"): "19.99 * 3", ("12.5 * 8", "What is 12.5 * 8 + 3?"): "12.5 * 8 + 3",
-             ("17%", "What's 17 percent of 350?"): "17 / 100 * 350"}  # the model's own spelling of a piece of it
+             ("17%", "What's 17 percent of 350?"): "17 / 100 * 350",  # the model's own spelling of a piece of it
+             # the request's numbers run together, operators dropped (probe "Add 1234 and 5678 together." -> "12345678")
+             ("12345678", "Add 1234 and 5678 together."): "1234 + 5678"}
     for (value, request), whole in cases.items():
         assert normalise_arguments({"expression": value}, calc, request) == {"expression": whole}
     note = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}

@@ -102,11 +102,16 @@ def whole_expression(expression: str, request: str) -> str:
 
     >>> whole_expression("19, 23 and 58", "Add up 19, 23 and 58."), whole_expression("19 and x", "Add up 19, 23 and 58.")
     ('19 + 23 + 58', '19 and x')
+
+    or ran the numbers together with the operators dropped ("12345678" for "Add 1234 and 5678 together."):
+
+    >>> whole_expression("12345678", "Add 1234 and 5678 together."), whole_expression("7", "What is 3 + 4?")
+    ('1234 + 5678', '7')
     """
     squeezed = re.sub(r"\s+", "", expression)
     spans = expression_spans(request)
     for span in spans:
-        if squeezed and squeezed in span.replace(" ", ""):
+        if squeezed and (squeezed in span.replace(" ", "") or squeezed.isdigit() and squeezed == re.sub(r"\D", "", span)):
             return span
     own = _DIGITS.findall(expression)
     words = re.sub(r"\band\b", " ", expression, flags=re.I)  # a list's "and" is no word of its own
