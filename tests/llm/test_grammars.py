@@ -206,6 +206,22 @@ def test_a_from_to_pair_gets_each_stated_value_on_the_side_the_request_puts_it(r
     assert props["from_currency"]["enum"] == [source] and props["to_currency"]["enum"] == [target]
 
 
+ZONES = {"type": "object", "properties": {
+    "source_timezone": {"type": "string", "description": "Source IANA timezone name"}, "time": {"type": "string", "description": "HH:MM"},
+    "target_timezone": {"type": "string", "description": "Target IANA timezone name"}},
+    "required": ["source_timezone", "time", "target_timezone"]}
+
+
+@pytest.mark.parametrize("request_, source, target", [
+    # a clock time said in words is where the time is given, like "2:30pm in Chicago" (probe: Dubai to Dubai)
+    ("When it's noon in Chicago, what time is it in Dubai?", "America/Chicago", "Asia/Dubai"),
+    ("At midnight in Tokyo, what time is it in Paris?", "Asia/Tokyo", "Europe/Paris"),
+])
+def test_the_zone_beside_a_time_in_words_is_the_source(request_, source, target):
+    props = grammar_schema(ZONES, request_)["properties"]
+    assert props["source_timezone"]["enum"] == [source] and props["target_timezone"]["enum"] == [target]
+
+
 def test_a_pair_the_request_does_not_place_keeps_both_values():
     for request_ in ("Compare the Euro and the Dollar over 100 units",   # no cue
                      "Euro or Dollar: from which to which? 100"):         # both values after "from", none after "to"

@@ -61,12 +61,14 @@ def _sides(request: str) -> tuple[str | None, str | None]:
     return request[source.end():], request[target.end():source.start()]
 
 
-_QUANTITY = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\d[\d,.]*", re.I)
+_QUANTITY = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\d[\d,.]*|\b(?:noon|midday|midnight)\b",
+                       re.I)
 
 
 def _after_quantity(request: str) -> str | None:
-    """The few words right after the request's first clock time or amount ("2:30pm in Chicago", "100 USD"): the
-    value stated there is what the time or amount is given in, so it is the source when the cues place nothing."""
+    """The few words right after the request's first clock time or amount ("2:30pm in Chicago", "noon in Chicago",
+    "100 USD"): the value stated there is what the time or amount is given in, so it is the source when the cues
+    place nothing."""
     match = _QUANTITY.search(request)
     return " ".join(request[match.end():].split()[:3]) if match else None
 
