@@ -504,3 +504,16 @@ def test_a_files_content_given_unquoted_after_the_text_is_that_span():
         assert grammar_schema(write, request)["properties"]["content"]["enum"] == [text]
     for request in ("Save the text 'buy milk' to todo.txt", "Create todo.txt containing buy milk"):  # quoted, or no "the text"
         assert "enum" not in grammar_schema(write, request)["properties"]["content"]
+
+
+def test_one_count_the_request_gives_is_written_to_the_end_it_names():
+    """Probe "Show me the first 3 lines of notes.txt": read_text_file got head 3 and tail 3; the server refused both."""
+    schema = {"type": "object", "properties": {
+        "path": {"type": "string"},
+        "tail": {"description": "If provided, returns only the last N lines of the file", "type": "number"},
+        "head": {"description": "If provided, returns only the first N lines of the file", "type": "number"}},
+        "required": ["path"]}
+    first, last = grammar_schema(schema, "Show me the first 3 lines of notes.txt"), grammar_schema(schema, "Print the last 5 lines of log.txt")
+    assert first["required"] == ["path", "head"] and "tail" not in first["properties"]  # the model may not write it
+    assert last["required"] == ["path", "tail"] and "head" not in last["properties"]
+    assert grammar_schema(schema, "Show 3 lines of notes.txt")["required"] == ["path", "tail", "head"]  # no end named

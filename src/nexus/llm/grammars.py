@@ -413,7 +413,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
     from nexus.llm.choices import closed_choices
-    from nexus.llm.parameters import bare_count, mentioned, unclaimed_counts
+    from nexus.llm.parameters import bare_count, mentioned, rival_counts, unclaimed_counts
     from nexus.llm.stated import file_paths, is_rate_parameter, percent_only, request_numbers, request_path_choices, value_kind
 
     out = normalise_schema(schema)
@@ -426,6 +426,10 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         counts = [n for n, sub in props.items() if n not in required and n not in promoted and isinstance(sub, dict) and bare_count(n, sub)]
         if len(counts) == 1 and unclaimed_counts(request, props):  # "the last two commits": git_log's max_count
             promoted += counts
+        rivals = rival_counts(promoted, props, request)  # "the first 3 lines": head, not tail, which is not offered
+        promoted = [n for n in promoted if n not in rivals]
+        if rivals:
+            props = out["properties"] = {n: sub for n, sub in props.items() if n not in rivals}
         if promoted:
             out["required"] = [n for n in props if n in required or n in promoted]
     written = set(out.get("required") or [])

@@ -9,7 +9,7 @@ optional parameters and flags it talks about, and what it counts.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from nexus.llm.choices import schema_choices
 from nexus.llm.formats import value_format
@@ -252,9 +252,7 @@ def mentioned(name: str, schema: Mapping[str, Any], request: str) -> bool:
     >>> mentioned("max_count", {"type": "integer"}, "the last 3 commits")  # a bare count: `grammar_schema` decides
     False
     """
-    said = {prefix_stem(w) for w in words(request)}
-    own = _name_words(name)
-    if own and sum(prefix_stem(w) in said for w in own) * 2 >= len(own):
+    if _name_said(name, request):
         return True
     text = f" {' '.join(words(request))} "
     if any(words(c) and f" {' '.join(words(c))} " in text for c in schema_choices(schema)):
@@ -266,6 +264,42 @@ def mentioned(name: str, schema: Mapping[str, Any], request: str) -> bool:
     if schema.get("type") in ("integer", "number") and counted(request) & {prefix_stem(w) for w in _name_words(str(schema.get("description", "")))}:
         return True
     return "year" in words(name) and schema.get("type") in ("integer", "number", "string") and bool(YEAR.search(request))
+
+
+def _name_said(name: str, request: str) -> bool:
+    """At least half of the words of the parameter's name are words of the request."""
+    said = {prefix_stem(w) for w in words(request)}
+    own = _name_words(name)
+    return bool(own) and sum(prefix_stem(w) in said for w in own) * 2 >= len(own)
+
+
+def rival_counts(names: Sequence[str], props: Mapping[str, Any], request: str) -> set[str]:
+    """Of the number parameters in `names` that the request does not name, the ones to leave unwritten because they
+    count the same thing as a rival ("the first 3 lines": read_text_file's `head` and `tail` both describe "N lines",
+    and both had been written with 3, which the server refused) whose description has a word the request says and
+    theirs lacks ("first", in `head`'s) while theirs has none the rival's lacks.
+
+    >>> props = {"head": {"type": "number", "description": "returns only the first N lines of the file"},
+    ...          "tail": {"type": "number", "description": "returns only the last N lines of the file"}}
+    >>> rival_counts(["head", "tail"], props, "the first 3 lines"), rival_counts(["head", "tail"], props, "3 lines")
+    ({'tail'}, set())
+    """
+    said = {prefix_stem(w) for w in words(request)}
+    counts = counted(request)
+    numbers = [n for n in names if isinstance(props.get(n), Mapping) and props[n].get("type") in ("integer", "number")
+               and not _name_said(n, request)]
+    told = {n: {prefix_stem(w) for w in words(str(props[n].get("description", "")))} for n in numbers}
+    drop: set[str] = set()
+    for i, a in enumerate(numbers):
+        for b in numbers[i + 1:]:
+            if not counts & told[a] & told[b]:
+                continue
+            only_a, only_b = (told[a] - told[b]) & said, (told[b] - told[a]) & said
+            if only_a and not only_b:
+                drop.add(b)
+            elif only_b and not only_a:
+                drop.add(a)
+    return drop
 
 
 _COUNT_WORDS = frozenset("count num number limit max top".split())
