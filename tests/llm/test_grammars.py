@@ -103,6 +103,8 @@ def test_a_named_thing_to_create_is_a_relative_path_when_the_request_writes_none
     assert grammar_schema(schema, "Create a folder named reports in /data")["properties"]["path"]["enum"] == ["/data/reports"]
     # a folder the request names without creating it is the folder it talks about (`stated.unwritten_folder`)
     assert grammar_schema(schema, "Show me the folder named reports")["properties"]["path"]["enum"] == ["reports"]
+    # a name with folders in it is the whole relative path (probe: "named archive/2026" had made "archive")
+    assert grammar_schema(schema, "Create a directory named archive/2026 in my workspace.")["properties"]["path"]["enum"] == ["archive/2026"]
 
 
 def test_required_zones_times_dates_and_paths_come_from_the_request():

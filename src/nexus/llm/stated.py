@@ -154,7 +154,7 @@ def unquoted_text(request: str) -> str | None:
 
 
 _CREATE = re.compile(r"\b(create|make|new|add|write|save|mkdir)\b", re.I)
-_NAMED = re.compile(r"\b(?:called|named|titled)\s+[\"'`]?(\w[\w.-]*\w|\w)")
+_NAMED = re.compile(r"\b(?:called|named|titled)\s+[\"'`]?(\w(?:[\w.-]*\w)?(?:/\w(?:[\w.-]*\w)?)*)")  # "archive/2026" whole
 
 
 def request_path_choices(request: str) -> list[str]:
