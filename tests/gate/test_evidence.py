@@ -32,6 +32,8 @@ EXPR = {"type": "object", "properties": {"expression": {"type": "string"}}, "req
     ("What's the difference between 9 and 4?", "9 - 4"),
     ("What is 2^3?", "2 ** 3"),
     ("Calculate (45*67+23)/89-34", "(45*67+23)/89-34"),  # a hyphen beside an operator subtracts
+    ("Multiply 12.5 by 4 and then subtract 7.", "12.5 * 4 - 7"),  # a step after a number (probe: "12.5*4 = 7.5")
+    ("Divide 1000 by 8 and add 5.", "1000 / 8 + 5"), ("Subtract 3 from 10, then add 4", "10 - 3 + 4"),
 ])
 def test_an_expression_in_symbols_or_words_is_stated(text, expected):
     assert stated_expression(text) == expected
@@ -40,7 +42,7 @@ def test_an_expression_in_symbols_or_words_is_stated(text, expected):
 @pytest.mark.parametrize("text", [
     "Thanks, that's all for today!", "Book 2 rooms for 3 nights", "Reserve a table on 2023-10-06 at 19:30",
     "Help find a restaurant on 19/03/2024 at 12.00", "Call me at 555-1234", "Meeting from 10 to 12",
-    "Add 3 to the 2nd list", "What is the meaning of life?", "",
+    "Add 3 to the 2nd list", "What is the meaning of life?", "", "Book 2 rooms and add 3 guests",
 ])
 def test_dates_times_ranges_ids_and_chat_state_no_expression(text):
     assert stated_expression(text) is None

@@ -64,6 +64,9 @@ ARITHMETIC = (
     (rf"\bsum\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 + \2 "),
     (rf"\bproduct\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 * \2 "),
     (rf"\bdifference\s+between\s+{_NUM}\s+and\s+{_NUM}", r" \1 - \2 "),
+    # a step after a number ("Multiply 12.5 by 4 and then subtract 7": the model had written "12.5*4 = 7.5")
+    (rf"([\d)])\s*,?\s*(?:and\s+)?(?:then\s+)?subtract\s+{_NUM}(?!\s*(?:from\b|\d))", r"\1 - \2 "),
+    (rf"([\d)])\s*,?\s*(?:and\s+)?(?:then\s+)?add\s+{_NUM}(?!\s*(?:and|to|plus)\b|\s*\d)", r"\1 + \2 "),
     (r"(?<=\d)\s*\^\s*(?=[\d(])", " ** "),
     (rf"\b(?:raised\s+)?to\s+the\s+{_NUM}{_ORDINAL}\s+power\b|\braised\s+to\s+(?:the\s+)?{_NUM}{_ORDINAL}\b",
      lambda m: f" ** {m.group(1) or m.group(2)} "),
@@ -106,6 +109,24 @@ def expression_spans(text: str) -> list[str]:
     cleaned = _NOT_ARITHMETIC.sub(" ", text or "")
     return [" ".join(span.split()) for span in EXPRESSION_SPAN.findall(operators(cleaned))
             if _BINARY.search(span) and span.count("(") == span.count(")")]
+
+
+def sole_expression(text: str) -> str | None:
+    """The text's expression when it states exactly one and writes no other number or operator outside it, else None:
+    what a calculator's expression parameter is to take ("Multiply 12.5 by 4 and then subtract 7." -> "12.5 * 4 - 7";
+    the model had written "12.5*4 = 7.5", which the calculator refused).
+
+    >>> sole_expression("Multiply 12.5 by 4 and then subtract 7."), sole_expression("Solve x^2 + 3x = 0")
+    ('12.5 * 4 - 7', None)
+    >>> sole_expression("add 2 + 3, then 4 * 5"), sole_expression("What is 7 times 13 minus 4?")
+    (None, '7 * 13 - 4')
+    """
+    spans = expression_spans(text)
+    if len(spans) != 1:
+        return None
+    written = " ".join(operators(_NOT_ARITHMETIC.sub(" ", text or "")).split())
+    rest = written.replace(spans[0], " ", 1) if spans[0] in written else written
+    return None if re.search(r"[\d+*/^=%]|(?<=\w)\s*-\s*(?=\w)", rest) else spans[0]
 
 
 def stated_expression(text: str) -> str | None:

@@ -20,8 +20,8 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from nexus.gate.evidence import (LISTS_FOLDERS, WRITE_VERBS, is_path_list_parameter, is_sql_parameter, named_table, rows_table,
-                                 sql_in_words)
+from nexus.gate.evidence import (LISTS_FOLDERS, WRITE_VERBS, is_expression_parameter, is_path_list_parameter, is_sql_parameter,
+                                 named_table, rows_table, sole_expression, sql_in_words)
 from nexus.llm.names import fact_subject, holds_names, name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
@@ -504,6 +504,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if "format" in sub:
             continue
         kind = sub.get("type")
+        if request and name in required and is_expression_parameter(name, sub) and (whole := sole_expression(request)):
+            sub["enum"] = [whole]  # the one expression the request states, in symbols (the model had added "= 7.5")
+            continue
         listed = closed_choices(sub) if name in required else []
         if listed:  # "Whether to list local ('local'), remote ('remote') or all ('all')": the model wrote "git"
             sub["enum"] = listed
