@@ -399,7 +399,18 @@ def test_the_latest_commit_is_head():
     show = {"type": "object", "properties": {"repo_path": {"type": "string"}, "revision": {"type": "string"}},
             "required": ["repo_path", "revision"]}
     assert grammar_schema(show, "Show me the details of the latest commit.")["properties"]["revision"]["enum"] == ["HEAD"]
-    for request in ("Show commit abc1234 for me", "Show me the last 3 commits", "Show the history"):  # a hash, or not one commit
+    for request in ("Show me the last 3 commits", "Show the history"):  # not one commit
+        assert "enum" not in grammar_schema(show, request)["properties"]["revision"]
+
+
+def test_a_revision_takes_the_one_ref_the_request_writes():
+    """Probe "Show the details of commit HEAD~1 in {repo}." had looped in a free revision string and fallen back."""
+    show = {"type": "object", "properties": {"repo_path": {"type": "string"}, "revision": {"type": "string"}},
+            "required": ["repo_path", "revision"]}
+    for request, ref in (("Show the details of commit HEAD~1 in /srv/repo.", "HEAD~1"), ("Show commit abc1234 for me", "abc1234"),
+                         ("What changed in HEAD^?", "HEAD^")):
+        assert grammar_schema(show, request)["properties"]["revision"]["enum"] == [ref]
+    for request in ("Compare abc1234 and def5678", "Show the commit defaced"):  # two refs; a word of hex letters
         assert "enum" not in grammar_schema(show, request)["properties"]["revision"]
 
 

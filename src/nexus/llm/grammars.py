@@ -671,13 +671,16 @@ def _anchored(name: str, schema: Mapping[str, Any], request: str, promoted: bool
 def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[str]:
     """The values a required string parameter can take from the request, when it asks for a kind of value the
     request states: its time zones (a zone parameter), currencies (ISO codes), clock times (HH:MM), dates
-    (YYYY-MM-DD, or the layout its description spells out), file paths, `HEAD` for a revision when the request
-    asks about the latest commit and writes no hash, or for a content, text or body parameter the text it gives
+    (YYYY-MM-DD, or the layout its description spells out), file paths, for a revision the one ref the request writes
+    (a hash, HEAD~N) or `HEAD` when it asks about the latest commit and writes no hash, or for a content, text or body parameter the text it gives
     unquoted after "the text" (`stated.unquoted_text`)."""
     from nexus.llm import currencies, layouts, parameters, stated
 
     if parameters.is_revision(name, schema):  # git_show had got "2024-01-15T14:30:25" for "Show me the details of the
-        # latest commit." (the server refused it)
+        # latest commit." (the server refused it), and looped in a free string for "Show the details of commit HEAD~1"
+        refs = list(dict.fromkeys(parameters.WRITTEN_REF.findall(request)))
+        if len(refs) == 1 and not parameters.RELATIVE_REF.search(request):
+            return refs
         return ["HEAD"] if parameters.LATEST_COMMIT.search(request) and not parameters.NOT_HEAD.search(request) else []
     if stated.TEXT_PARAMETER.fullmatch(name) and (text := stated.unquoted_text(request)):  # "Save the text buy milk
         # into todo.txt" had written content "bye.txt" or "milk": the span after "the text", as it is
