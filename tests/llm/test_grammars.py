@@ -82,7 +82,7 @@ def test_a_bare_count_parameter_takes_the_count_of_what_no_other_parameter_names
         "type": "string", "description": "Start timestamp for filtering commits"}}, "required": []}  # names no count
     shaped = grammar_schema(schema, "Show me the last two commits.")
     assert shaped["required"] == ["max_count"] and shaped["properties"]["max_count"]["enum"] == [2]
-    assert grammar_schema(schema, "Show me the commits since 2024-01-01.")["required"] == []  # nothing counted
+    assert grammar_schema(schema, "Show me the commits since 2024-01-01.")["required"] == ["start_timestamp"]  # nothing counted
     hotel = {"type": "object", "properties": {"limit": {"type": "integer"}, "adults": {"type": "integer"}}, "required": []}
     assert grammar_schema(hotel, "a room for 2 adults")["required"] == ["adults"]  # "2 adults" is the adults' count
 
@@ -530,3 +530,40 @@ def test_one_count_the_request_gives_is_written_to_the_end_it_names():
     assert first["required"] == ["path", "head"] and "tail" not in first["properties"]  # the model may not write it
     assert last["required"] == ["path", "tail"] and "head" not in last["properties"]
     assert grammar_schema(schema, "Show 3 lines of notes.txt")["required"] == ["path", "tail", "head"]  # no end named
+
+
+GIT_LOG = {"type": "object", "properties": {
+    "max_count": {"default": 10, "title": "Max Count", "type": "integer"},
+    "start_timestamp": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None,
+                        "description": "Start timestamp for filtering commits. Accepts: ISO 8601 format, relative dates"},
+    "end_timestamp": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None,
+                      "description": "End timestamp for filtering commits. Accepts: ISO 8601 format, relative dates"}},
+    "required": []}
+
+
+@pytest.mark.parametrize("request_, start, end", [
+    # probe rows: end_timestamp 2026-01-01 with max_count 1; {}; max_count 2
+    ("Show the commit log since 2026-01-01.", "2026-01-01", None),
+    ("Which commits were made since yesterday?", "yesterday", None),
+    ("List commits from the last 2 weeks.", "2 weeks ago", None),
+    ("Show commits made before June 5th 2026.", None, "2026-06-05"),
+    ("Commits between 2026-01-01 and 2026-02-01, please: from 2026-01-01 until 2026-02-01", "2026-01-01", "2026-02-01"),
+])
+def test_a_span_of_time_the_request_bounds_goes_to_the_end_it_names(request_, start, end):
+    shaped = grammar_schema(GIT_LOG, request_)
+    for name, value in (("start_timestamp", start), ("end_timestamp", end)):
+        if value is None:
+            assert name not in shaped["properties"]  # the end it does not state is not offered
+        else:
+            assert shaped["properties"][name]["enum"] == [value] and name in shaped["required"]
+    assert "max_count" not in shaped["required"]  # "2 weeks" counts no commits
+
+
+def test_a_request_with_no_span_of_time_leaves_both_ends_free():
+    shaped = grammar_schema(GIT_LOG, "Show the last 5 commits.")
+    assert shaped["required"] == ["max_count"] and "enum" not in shaped["properties"]["start_timestamp"]
+    # an end written in a layout ("YYYY-MM-DD HH:MM:SS") takes no "60 minutes ago", and a span whose end no parameter
+    # takes changes nothing (T: "the snapshot ... for the last 60 minutes" had kept its `to`)
+    laid = {"type": "object", "properties": {"to": {"type": "string", "description": "The end time in the format of 'YYYY-MM-DD HH:MM:SS'."},
+                                             "until": {"type": "string", "description": "The end time"}}}
+    assert list(grammar_schema(laid, "the snapshot for the last 60 minutes")["properties"]) == ["to", "until"]

@@ -412,6 +412,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     only the parameters the model is to write — the required ones and those the request mentions — for a decode
     after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
+    from nexus.llm.bounds import bound, bound_phrases, stated_bounds
     from nexus.llm.choices import closed_choices
     from nexus.llm.parameters import bare_count, mentioned, rival_counts, unclaimed_counts
     from nexus.llm.stated import file_paths, is_rate_parameter, percent_only, request_numbers, request_path_choices, value_kind
@@ -424,9 +425,21 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     if request:  # an optional parameter the request talks about is written (the model stops after the required ones)
         promoted = [n for n, sub in props.items() if n not in required and isinstance(sub, dict) and mentioned(n, sub, request)]
         counts = [n for n, sub in props.items() if n not in required and n not in promoted and isinstance(sub, dict) and bare_count(n, sub)]
-        if len(counts) == 1 and unclaimed_counts(request, props):  # "the last two commits": git_log's max_count
-            promoted += counts
+        # a span of time the request bounds ("since 2026-01-01"): each bound parameter of an end it states takes that
+        # value; one of an end it does not state is not offered, and the span's numbers count nothing (`nexus.llm.bounds`)
+        ends = {n: end for n, sub in props.items() if n not in required and isinstance(sub, dict) and (end := bound(n, sub))}
+        spans = stated_bounds(request) if ends else {}
+        spans = spans if any(end in spans for end in ends.values()) else {}  # an end some parameter takes
+        if len(counts) == 1 and unclaimed_counts(bound_phrases(request) if spans else request, props):  # "the last
+            promoted += counts  # two commits": git_log's max_count
         rivals = rival_counts(promoted, props, request)  # "the first 3 lines": head, not tail, which is not offered
+        if spans:
+            rivals |= {n for n, end in ends.items() if end not in spans}
+            for n, end in ends.items():
+                if end in spans:
+                    props[n] = {k: v for k, v in props[n].items() if k not in ("anyOf", "type", "format", "default")} | {
+                        "type": "string", "enum": [spans[end]]}
+                    promoted.append(n)
         promoted = [n for n in promoted if n not in rivals]
         if rivals:
             props = out["properties"] = {n: sub for n, sub in props.items() if n not in rivals}
