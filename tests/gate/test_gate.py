@@ -105,6 +105,9 @@ def test_follow_up_turn_routes_with_recent_context(setup):
     ("Calculate 17 squared.", False), ("Multiply 17 by 23.", False), ("And 17 squared?", True),
     ("Morning!", False), ("Find every file with notes in its name.", False), ("What's its size?", True),
     ("Open the file and read its first line", False),
+    # a tag question's "it" is its own subject (probe: it had repeated the delete_relations call before it)
+    ("Nice weather today, isn't it?", False), ("Lovely morning today, don't you think?", False),
+    ("Delete that one, right?", True),
 ])
 def test_is_follow_up(turn, expected):
     assert is_follow_up(turn) is expected

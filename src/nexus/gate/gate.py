@@ -54,6 +54,10 @@ _DUMMY_IT = re.compile(r"^(\s*(?:what|how)\b.*?\b(?:is|was))\s+it\b|^(\W*(?:\w+\
 # "Is there anything to commit?", "There are two files": an existential "there" points at nothing said before (it had
 # made the first a follow-up of "Show me the 4 most recent commits", whose count it then passed to git_log)
 _EXISTENTIAL = re.compile(r"\b(?:(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+there|there\s*(?:is|are|was|were|'s|'re))\b", re.I)
+# "Nice weather today, isn't it?": a tag question's "it" is the sentence's own subject (it had borrowed the relation
+# request before it and deleted the relation again)
+_TAG_QUESTION = re.compile(r",\s*(?:(?:is|was|does|did|do|are|were|has|have|will|wo|ca|would|should|could)(?:n't|\s+not)?\s+"
+                           r"(?:it|that|this|they|you|we|he|she|there)|right|no)\s*\?\s*$", re.I)
 # "Find every file with notes in its name": a possessive after a noun the turn itself names points at that noun
 _BOUND = re.compile(r"(\b(?:every|each|any|all|a|an|the)\s+[\w-]+\b.*?)\b(?:its|their)\b", re.I)
 # "List my branches.", "Show all tables": an order with its own object, complete in three words (it had borrowed the two
@@ -114,7 +118,7 @@ def is_follow_up(turn: str) -> bool:
         return True
     words = turn.split()
     own = _THAT_CLAUSE.sub(lambda m: m.group(1) or m.group(2), _DUMMY_IT.sub(lambda m: m.group(1) or m.group(2) or m.group(3), turn))
-    own = _BOUND.sub(r"\1", _EXISTENTIAL.sub(" ", own))
+    own = _BOUND.sub(r"\1", _EXISTENTIAL.sub(" ", _TAG_QUESTION.sub(" ", own)))
     # a turn that writes a path names what it is about: "Open /ws/notes.txt and show me what it says" ("it" is the
     # file), "Read /etc/passwd" (three words, which had borrowed the SQL request before it and created a table);
     # so does one that states an arithmetic expression ("Calculate 17 squared.", three words, had borrowed the time
