@@ -34,6 +34,7 @@ EXPR = {"type": "object", "properties": {"expression": {"type": "string"}}, "req
     ("Calculate (45*67+23)/89-34", "(45*67+23)/89-34"),  # a hyphen beside an operator subtracts
     ("Multiply 12.5 by 4 and then subtract 7.", "12.5 * 4 - 7"),  # a step after a number (probe: "12.5*4 = 7.5")
     ("Divide 1000 by 8 and add 5.", "1000 / 8 + 5"), ("Subtract 3 from 10, then add 4", "10 - 3 + 4"),
+    ("What's the average of 10, 20 and 30?", "(10 + 20 + 30) / 3"), ("the mean of 4 and 8", "(4 + 8) / 2"),
 ])
 def test_an_expression_in_symbols_or_words_is_stated(text, expected):
     assert stated_expression(text) == expected

@@ -53,8 +53,16 @@ def _joined(operator: str) -> Callable[[re.Match], str]:
     return lambda m: " " + f" {operator} ".join(re.findall(_NUM, m.group(0))) + " "
 
 
+def _mean(m: re.Match) -> str:
+    """The mean of a listed match ("the average of 10, 20 and 30" -> " (10 + 20 + 30) / 3 ")."""
+    numbers = re.findall(_NUM, m.group(0))
+    return f" ({' + '.join(numbers)}) / {len(numbers)} "
+
+
 ARITHMETIC = (
-    # three numbers or more in a list, before the two-number forms read its last two alone
+    # a mean ("What's the average of 10, 20 and 30?" had been told NO_TOOL), then three numbers or more in a list,
+    # before the two-number forms read its last two alone
+    (rf"\b(?:average|mean)\s+of\s+(?:{_LIST}|{_NUM}\s+and\s+{_NUM})", _mean),
     (rf"\b(?:add\s+(?:up\s+)?|(?:sum|total)\s+of\s+){_LIST}", _joined("+")),
     (rf"\b(?:multiply\s+|product\s+of\s+){_LIST}", _joined("*")),
     (rf"\bmultiply\s+{_NUM}\s+(?:by|and|with)\s+{_NUM}", r" \1 * \2 "),
