@@ -329,6 +329,21 @@ def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_writes_one(
         assert prior["get_commit"] == pytest.approx(0.9)
 
 
+@pytest.mark.parametrize("turn, weighted", [("What's inside the repo folder in my workspace?", True),
+                                            ("What's inside my workspace folder?", False)])
+def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_names_a_folder(turn, weighted):
+    """Probe "What's inside the repo folder in my workspace?" had listed the allowed directories (no path) instead."""
+    listing = Tool("list_directory", "List the files in a directory.", {"type": "object", "properties": {
+        "path": {"type": "string"}}, "required": ["path"]}, "s")
+    allowed = Tool("list_allowed_directories", "List the directories this server may access.",
+                   {"type": "object", "properties": {}}, "s")
+    prior = _shortlist_prior([listing, allowed], turn, "list_allowed_directories", "list_directory", '{"path": "repo"}')
+    if weighted:
+        assert prior["list_directory"] > prior["list_allowed_directories"]
+    else:  # the server's own root is no folder to place
+        assert prior["list_allowed_directories"] == pytest.approx(0.9)
+
+
 @pytest.mark.parametrize("turn, weighted", [("Search my knowledge graph for notes about Alice", True),
                                             ("What does the knowledge graph know about Acme?", True),
                                             ("Show me everything in my knowledge graph", False),

@@ -51,7 +51,7 @@ from nexus.llm.replacements import request_replacement, stated_replacement, take
 from nexus.llm.statements import forgets_the_thing, request_statement, stated_statements, takes_statements
 from nexus.llm.parameters import (asks_to_read, named_values, room_for, stated_commit, stated_kinds, takes_path,
                                    unstated_required)
-from nexus.llm.stated import request_times, request_zones
+from nexus.llm.stated import request_times, request_zones, unwritten_folder
 from nexus.llm.values import normalise_arguments
 from nexus.paths import written_paths
 from nexus.registry import Registry, Tool
@@ -348,7 +348,7 @@ class ToolCaller:
     def _grounded(self, prior: list[float], keys: Sequence[str], turn: str, history: Sequence[Exchange] = ()) -> list[float]:
         """The prior with each tool that does not fit what the request states weighted down by UNSTATED_PRIOR and
         renormalised: it would have to invent a required zone, date or time the request does not state
-        (`unstated_required`), the request writes a path and the tool takes none (`takes_path`), or the request
+        (`unstated_required`), the request writes a path or names a folder and the tool takes none (`takes_path`), or the request
         names something for the tool to work on ("… notes about Alice", `named_values`) and the tool takes no
         parameter at all (the demo's "Search my knowledge graph for notes about Alice" went to `read_graph()`; this
         reason counts twice, NAMED_FOR_EMPTY).
@@ -384,7 +384,8 @@ class ToolCaller:
         # a branch called feature-x in the repository /ws/repo" had weighed git_create_branch (repo_path pinned) down
         # against create_directory, and a directory was made
         pins = set().union(*map(_pinned, tools))
-        path = any(p.rstrip("/") not in pins for p in written_paths(turn))
+        path = any(p.rstrip("/") not in pins for p in written_paths(turn)) or any(
+            folder != "." for folder in unwritten_folder(turn))  # or names a folder: "What's inside the repo folder?"
         schemas = [tool.input_schema for tool in tools]
         # names are looked for only when a listed tool takes nothing (the known words are every listed tool's text)
         named = any(not schema.get("properties") for schema in schemas) and bool(
