@@ -551,6 +551,18 @@ def test_a_relation_takes_the_words_the_request_writes_between_its_two_names():
     assert call.valid and call.arguments == {"relations": [{"from": "Bob", "to": "Alice", "relationType": "manages"}]}
 
 
+def test_a_relation_the_request_does_not_state_beside_one_it_does_is_left_out():
+    """Probe "Add a relation: Zoe knows Alice, in the knowledge graph." had also created Alice -friend-> Zoe."""
+    relate = Tool("create_relations", "Create multiple new relations between entities in the knowledge graph",
+                  {"type": "object", "properties": {"relations": {"type": "array", "items": {"type": "object", "properties": {
+                      "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}},
+                      "required": ["from", "to", "relationType"]}}}, "required": ["relations"]}, "s")
+    call = routed_call(relate, '{"relations": [{"from": "Alice", "to": "Zoe", "relationType": "friend"}, '
+                               '{"from": "Zoe", "to": "Alice", "relationType": "knows"}]}',
+                       "Add a relation: Zoe knows Alice, in the knowledge graph.")
+    assert call.valid and call.arguments == {"relations": [{"from": "Zoe", "to": "Alice", "relationType": "knows"}]}
+
+
 NOTES = {"type": "object", "properties": {"observations": {"type": "array", "items": {"type": "object", "properties": {
     "entityName": {"type": "string"}, "contents": {"type": "array", "items": {"type": "string"}}},
     "required": ["entityName", "contents"]}}}, "required": ["observations"]}

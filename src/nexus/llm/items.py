@@ -53,5 +53,27 @@ def stated_items(arguments: Mapping[str, Any], schema: Mapping[str, Any], reques
                 kept.append(item)
         field = _name_field(items)
         stated = [item for item in kept if field is not None and _states(request, item.get(field))]
-        out[name] = stated or kept
+        out[name] = _covered_dropped(stated or kept, items, request)
     return out
+
+
+def _covered_dropped(items: list[Any], schema: Mapping[str, Any], request: str) -> list[Any]:
+    """`items` without each one that has a required text the request does not state when another item states all of
+    its required texts and every stated one of it ("Add a relation: Zoe knows Alice." had also written Alice -friend->
+    Zoe beside Zoe -knows-> Alice); an item about other names stays ("Add Dave, a designer, and Ann": Ann's invented
+    type does not take her out).
+
+    >>> relations = {"type": "object", "properties": {"from": {"type": "string"}, "to": {"type": "string"},
+    ...              "relationType": {"type": "string"}}, "required": ["from", "to", "relationType"]}
+    >>> _covered_dropped([{"from": "Alice", "to": "Zoe", "relationType": "friend"},
+    ...                   {"from": "Zoe", "to": "Alice", "relationType": "knows"}], relations, "Zoe knows Alice")
+    [{'from': 'Zoe', 'to': 'Alice', 'relationType': 'knows'}]
+    """
+    props = properties(schema)
+    texts = [f for f in schema.get("required") or [] if isinstance(props.get(f), Mapping) and props[f].get("type") == "string"]
+    if len(texts) < 2:
+        return items
+    said = [{item.get(f) for f in texts if _states(request, item.get(f))} for item in items]
+    full = [all(_states(request, item.get(f)) for f in texts) for item in items]
+    return [item for i, item in enumerate(items)
+            if full[i] or not any(full[j] and said[i] <= said[j] for j in range(len(items)) if j != i)]
