@@ -65,7 +65,7 @@ SHORTLIST_VIEWS = ("one-prompt", "two-prompts")
 
 
 # nested values the small model fills badly, each set from what the request states (after `normalise_arguments`)
-NESTED_CONVENTIONS = (stated_replacement, stated_items, stated_relation, stated_statements, names_as_written)
+NESTED_CONVENTIONS = (stated_replacement, stated_relation, stated_items, stated_statements, names_as_written)
 UNSTATED_PRIOR = 0.1  # a listed tool that does not fit what the request states (`ToolCaller._grounded`; session 12)
 CONTRADICTED = 3  # misfits for a tool whose name contradicts the request (`evidence.contradicted`): a weight of 0.001
 # misfits for a tool its server marks as changing something, for a turn that only asks (a weight of 0.01): one (0.1) had
