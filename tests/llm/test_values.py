@@ -397,3 +397,15 @@ def test_a_rename_onto_itself_takes_its_source_from_the_request():
         {"source": "notes.txt", "destination": "notes-old.txt"}
     assert moved_into_folder({"source": "notes.txt", "destination": "notes.txt"}, "Move notes.txt into the archive folder.") \
         == {"source": "notes.txt", "destination": "archive/notes.txt"}
+
+
+def test_a_number_inside_a_commit_counted_back_from_head_is_no_stated_number():
+    """Probe "Show the diff between master and HEAD~1" had kept git_diff's optional context_lines 1."""
+    from nexus.llm.stated import request_numbers
+
+    assert request_numbers("Show the diff between master and HEAD~1") == set()
+    assert request_numbers("What changed in HEAD^2, and what is 2^3?") == {2.0, 3.0}  # a power keeps its numbers
+    schema = {"type": "object", "properties": {"target": {"type": "string"}, "context_lines": {"type": "integer"}},
+              "required": ["target"]}
+    assert normalise_arguments({"target": "master", "context_lines": 1}, schema,
+                               "Show the diff between master and HEAD~1") == {"target": "master"}

@@ -22,7 +22,9 @@ from nexus.llm.words import prefix_stem, words
 THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 # digits with thousands separators only where every group after a comma has three digits ("10,000"); other commas
 # part numbers ("sides 2,3,4" are three numbers, not 234)
-_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+(?!,?\d)|\d+)(?:\.\d+)?")
+# a number in digits, not one inside a word, a decimal's tail or a commit counted back from HEAD ("HEAD~1", "HEAD^2":
+# the probe's "diff between master and HEAD~1" had sent git_diff context_lines 1)
+_NUMBER = re.compile(r"(?<![\w.])(?<!HEAD[~^])-?(?:\d{1,3}(?:,\d{3})+(?!,?\d)|\d+)(?:\.\d+)?")
 NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
     "eighteen nineteen twenty".split())} | {"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "thousand": 1000,
