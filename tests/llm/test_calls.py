@@ -345,6 +345,8 @@ def test_a_tool_that_takes_no_path_is_weighted_down_when_the_request_names_a_fol
 
 
 @pytest.mark.parametrize("turn, weighted", [("Search my knowledge graph for notes about Alice", True),
+                                            ("Look in the knowledge graph for anything about violin.", True),  # a topic
+                                            ("Tell me about everything in my knowledge graph", False),
                                             ("What does the knowledge graph know about Acme?", True),
                                             ("Show me everything in my knowledge graph", False),
                                             ("Show me everything I've put in my knowledge graph", False),

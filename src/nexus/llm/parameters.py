@@ -174,12 +174,16 @@ def held(name: str, schema: Mapping[str, Any], kind: str) -> int:
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
+# what a request ends by asking about, in lower case too ("anything about violin")
+_TOPIC = re.compile(r"\b(?:about|mentioning|regarding|concerning)\s+([A-Za-z][\w'-]+)\s*[.?!]*\s*$", re.I)
+_NO_TOPIC = frozenset("it this that them these those you yourself me myself us everything anything something all "
+                      "what today now".split())
 _PRONOUN_I = re.compile(r"I'(m|ve|d|ll)")  # "I've", "I'm": the user, capitalised as a pronoun, not a name
 
 
 def named_values(request: str, known: str = "") -> list[str]:
-    """Names the request gives a tool to work on: capitalised words inside a sentence (not its first word) and quoted
-    spans, less those whose words all occur in `known` (the listed tools' own texts: "SQLite", "Git").
+    """Names the request gives a tool to work on: capitalised words inside a sentence (not its first word), quoted
+    spans and the topic it ends by asking about, less those whose words all occur in `known` (the listed tools' own texts: "SQLite", "Git").
 
     >>> named_values("Search my knowledge graph for notes about Alice", "read graph: Read the entire knowledge graph")
     ['Alice']
@@ -189,6 +193,8 @@ def named_values(request: str, known: str = "") -> list[str]:
     (['Ann', 'buy milk'], [])
     >>> named_values("Show me what I've staged for commit."), named_values("What I'm after is Acme's file.")
     ([], ["Acme's"])
+    >>> named_values("Look in the knowledge graph for anything about violin."), named_values("Tell me about it.")
+    (['violin'], [])
     """
     text = request or ""
     found = []
@@ -198,6 +204,9 @@ def named_values(request: str, known: str = "") -> list[str]:
         if before and before[-1] not in ".!?:;\"'(`" and not _PRONOUN_I.fullmatch(match.group(0)):
             found.append(match.group(0))
     found += quoted_spans(text)
+    topic = _TOPIC.search(text)  # "... for anything about violin." (it had read the whole graph)
+    if topic and topic.group(1).lower() not in _NO_TOPIC:
+        found.append(topic.group(1))
     known_words = set(words(known))
     return [v for v in dict.fromkeys(found) if words(v) and not set(words(v)) <= known_words]
 
