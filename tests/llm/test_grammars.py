@@ -408,7 +408,8 @@ def test_a_revision_takes_the_one_ref_the_request_writes():
     show = {"type": "object", "properties": {"repo_path": {"type": "string"}, "revision": {"type": "string"}},
             "required": ["repo_path", "revision"]}
     for request, ref in (("Show the details of commit HEAD~1 in /srv/repo.", "HEAD~1"), ("Show commit abc1234 for me", "abc1234"),
-                         ("What changed in HEAD^?", "HEAD^")):
+                         ("What changed in HEAD^?", "HEAD^"),
+                         ("What's in commit HEAD of /srv/repo?", "HEAD")):  # probe: "41/probe5/workspace/repo", refused
         assert grammar_schema(show, request)["properties"]["revision"]["enum"] == [ref]
     for request in ("Compare abc1234 and def5678", "Show the commit defaced"):  # two refs; a word of hex letters
         assert "enum" not in grammar_schema(show, request)["properties"]["revision"]
@@ -434,6 +435,8 @@ def test_a_list_of_files_takes_the_paths_the_request_writes():
     many = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]}
     assert grammar_schema(many, "Open notes.txt and repo/notes.md together.")["properties"]["paths"]["items"]["enum"] == \
         ["notes.txt", "repo/notes.md"]
+    three = grammar_schema(many, "Open notes.txt, config.ini and repo/README.md from my workspace.")["properties"]["paths"]
+    assert three["minItems"] == 3 and all(len(a) == 3 for a in three["enum"])  # probe: two of the three had been read
 
 
 def test_a_list_of_files_names_each_stated_path_at_most_once():
@@ -441,11 +444,13 @@ def test_a_list_of_files_names_each_stated_path_at_most_once():
     (held-out set 67): the grammar offers the stated paths' arrangements, so no path can come twice."""
     many = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]}
     request = "Read notes.txt and repo/notes.md from my workspace together."
-    assert grammar_schema(many, request)["properties"]["paths"]["enum"] == [
-        ["notes.txt"], ["repo/notes.md"], ["notes.txt", "repo/notes.md"], ["repo/notes.md", "notes.txt"]]
+    assert grammar_schema(many, request)["properties"]["paths"]["enum"] == [  # both: the turn lists them as one list
+        ["notes.txt", "repo/notes.md"], ["repo/notes.md", "notes.txt"]]
     gbnf = arguments_gbnf(many, request)
     rule = next(line for line in gbnf.splitlines() if line.startswith("paths ::= "))
-    assert rule.count(" | ") == 3 and rule.count("repo/notes.md") == 3  # four lists, the path once in each of three
+    assert rule.count(" | ") == 1 and rule.count("repo/notes.md") == 2  # two lists, the path once in each
+    one = grammar_schema(many, "Move notes.txt to repo/notes.md")["properties"]["paths"]["enum"]  # no list: any of them
+    assert one == [["notes.txt"], ["repo/notes.md"], ["notes.txt", "repo/notes.md"], ["repo/notes.md", "notes.txt"]]
     four = "Read a.txt, b.txt, c.txt and d.txt together."  # past MAX_ARRANGED: the items' choices alone
     assert "enum" not in grammar_schema(many, four)["properties"]["paths"]
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from nexus.gate.evidence import (LISTS_FOLDERS, WRITE_VERBS, is_expression_parameter, is_path_list_parameter, is_sql_parameter,
-                                 named_table, rows_table, sole_expression, sql_in_words)
+                                 named_table, rows_table, sole_expression, sql_in_words, stated_path_list)
 from nexus.llm.names import fact_subject, holds_names, name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
@@ -49,13 +49,15 @@ def normalise_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 MAX_ARRANGED = 3  # a list of up to this many stated paths is offered as its arrangements (15 for three)
 
 
-def _each_once(sub: dict[str, Any], values: Sequence[str]) -> None:
-    """A list parameter that takes the `values` the request writes, each at most once: up to MAX_ARRANGED of them as
-    their arrangements ("Read notes.txt and repo/notes.md … together." had read ["repo/notes.md", "repo/notes.md"],
-    held-out set 67), more as a choice per item."""
+def _each_once(sub: dict[str, Any], values: Sequence[str], least: int = 1) -> None:
+    """A list parameter that takes the `values` the request writes, each at most once and at least `least` of them: up
+    to MAX_ARRANGED of them as their arrangements ("Read notes.txt and repo/notes.md … together." had read
+    ["repo/notes.md", "repo/notes.md"], held-out set 67), more as a choice per item."""
     sub["items"]["enum"] = list(values)
+    if least > 1:
+        sub["minItems"] = max(int(sub.get("minItems", 0)), least)
     if len(values) <= MAX_ARRANGED:
-        sub["enum"] = _arrangements(values)
+        sub["enum"] = [a for a in _arrangements(values) if len(a) >= least]
 
 
 def _arrangements(items: Sequence[str]) -> list[list[str]]:
@@ -472,7 +474,9 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
         if kind == "scalars" and is_path_list_parameter(name, sub) and (paths := request_path_choices(request)):
             # a list of files takes the paths the request writes (git_add had got ["stage_notes.txt"] for "Stage
             # notes.txt.")
-            _each_once(sub, paths)
+            listed = stated_path_list(request)  # a list of files the turn writes as one list is read whole (probe:
+            # "Open notes.txt, config.ini and repo/README.md" had read two of them)
+            _each_once(sub, paths, len(listed) if len(listed) >= 2 and set(listed) <= set(paths) else 1)
         elif kind == "scalars" and holds_names(name) and (names := request_names(request)):
             # a list of names takes the names the request writes ("Delete Acme from memory." had written entityNames
             # ["Acme", "Acme", ...] to the token cap, and the turn fell through to another tool)

@@ -55,7 +55,7 @@ LATEST_COMMIT = re.compile(r"\b(?:latest|last|most\s+recent|newest|current|head)
 # a hash, a commit counted back from HEAD (HEAD~2, HEAD^), or several commits: not HEAD itself ("the HEAD commit" is)
 NOT_HEAD = re.compile(r"\b[0-9a-f]{7,40}\b|\bHEAD(?:~\d*|\^+)|\bcommits\b", re.I)
 # a ref the request writes: a hash (with a digit: "defaced" is a word), or a commit counted back from HEAD
-WRITTEN_REF = re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b|\bHEAD(?:~\d+|\^+)", re.I)
+WRITTEN_REF = re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b|\b(?-i:HEAD)(?:~\d+|\^+|\b)", re.I)  # or HEAD itself
 # words that place the commit meant relative to the ref written ("the commit before HEAD~1")
 RELATIVE_REF = re.compile(r"\b(?:before|after|parent|child|not)\b", re.I)
 _STATED_REVISION = re.compile(r"\bHEAD\b|['\"`][^'\"`]+['\"`]|\b(?:tag|branch|version|v\d)", re.I)  # or a commit
