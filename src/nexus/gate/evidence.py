@@ -448,7 +448,10 @@ def spells_name(request: str, name: str) -> bool:
 # a tool that lists a folder ("Get a detailed listing of all files and directories", "a recursive tree view of files")
 LISTS_FOLDERS = re.compile(r"\b(?:list|listing|tree)\b.*\b(?:director(?:y|ies)|folders?)\b", re.I)
 _FOLDER_CONTENTS = re.compile(r"\b(?:what'?s|what\s+is|what\s+are|anything|contents?\s+of|files?)\s+(?:are\s+|is\s+)?"
-                              r"(?:inside|in|of)?\s*(?:the|my|our)\s+[\w-]+\s+(?:folder|directory|dir)\b", re.I)
+                              r"(?:inside|in|of)?\s*(?:the|my|our)\s+[\w-]+\s+(?:folder|directory|dir)\b"
+                              # an order to list a folder itself ("List my workspace." had been told NO_TOOL at 0.98)
+                              r"|^\W*(?:please\s+)?(?:list|show(?:\s+me)?|display)\s+(?:the\s+contents\s+of\s+)?"
+                              r"(?:my|the|our|this)\s+(?:[\w-]+\s+)?(?:workspace|folder|directory|dir)\W*$", re.I)  # and no more
 
 
 def asks_folder_contents(request: str) -> bool:
@@ -459,6 +462,8 @@ def asks_folder_contents(request: str) -> bool:
     >>> [asks_folder_contents(t) for t in ("Show me what's inside the repo folder.", "List the contents of the repo folder.",
     ...     "Which files are in my docs directory?", "Move notes.txt into the repo folder.", "Show the git log of the repo")]
     [True, True, True, False, False]
+    >>> [asks_folder_contents(t) for t in ("List my workspace.", "Show me the current directory", "Show the folder tree.")]
+    [True, True, False]
     """
     return bool(_FOLDER_CONTENTS.search(request or ""))
 
