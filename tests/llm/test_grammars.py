@@ -504,7 +504,10 @@ def test_a_file_tools_from_to_pair_takes_the_files_the_request_writes():
     files = "Move or rename files and directories."
     props = grammar_schema(move, "Rename notes.txt to notes-old.txt in my workspace.", description=files)["properties"]
     assert (props["source"]["enum"], props["destination"]["enum"]) == (["notes.txt"], ["notes-old.txt"])
-    for request, description in (("Move notes.txt into the backups folder.", files),  # one file for two ends
+    # one file and a folder it goes into: the file, and the file in that folder (probe: "my_workspace", a new name)
+    props = grammar_schema(move, "Move config.ini into the drafts folder in my workspace.", description=files)["properties"]
+    assert (props["source"]["enum"], props["destination"]["enum"]) == (["config.ini"], ["drafts/config.ini"])
+    for request, description in (("Move notes.txt into the workspace folder.", files),  # one file, no folder of its own
                                   ("Rename notes.txt to notes-old.txt.", "Rename a record."),  # not a tool about files
                                   ("Book it from 9 a.m. to 5 p.m. in Washington D.C.", files)):  # no file written
         props = grammar_schema(move, request, description=description)["properties"]

@@ -547,15 +547,24 @@ def _file_ends(props: Mapping[str, Any], stated: dict[str, list[str]], request: 
     """The from/to pair of a tool about files that names no path (move_file's source and destination), offered the
     files the request writes when it writes one for each end (`stated` updated); `directions` then places them.
     "Rename notes.txt to notes-old.txt in my workspace." had moved notes-old.txt to notes-new.txt, a name the request
-    never wrote (set 72; the server refused it)."""
+    never wrote (set 72; the server refused it). One file and one folder the request names ("into the drafts folder")
+    give the file and the file inside that folder, one for each end."""
     from nexus.llm import directions
-    from nexus.llm.stated import file_paths, value_kind
+    from nexus.llm.stated import HERE_WORDS, NAMED_FOLDER, file_paths, value_kind
 
     if not FILES_TOOL.search(description or ""):
         return set()
     ends = [n for n, v in stated.items() if not v and directions.direction(n) and value_kind(n, props[n]) is None]
     files = file_paths(request)
-    if {directions.direction(n) for n in ends} != {"source", "target"} or len(files) < len(ends):
+    if {directions.direction(n) for n in ends} != {"source", "target"}:
+        return set()
+    folders = [a or b for a, b in NAMED_FOLDER.findall(request) if (a or b).lower() not in HERE_WORDS]
+    if len(ends) == 2 and len(files) == 1 and len(set(folders)) == 1:  # "Move config.ini into the drafts folder." had
+        # moved it to "my_workspace": the file, and the file inside the folder the request names
+        stated.update({n: files if directions.direction(n) == "source" else [f"{folders[0]}/{files[0].rsplit('/', 1)[-1]}"]
+                       for n in ends})
+        return set()  # each end has its one value: nothing for `directions` to place
+    if len(files) < len(ends):
         return set()
     stated.update({n: files for n in ends})
     return set(ends)
