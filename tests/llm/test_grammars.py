@@ -295,6 +295,9 @@ def test_a_sql_parameter_takes_only_the_statements_its_description_names():
     assert grammar_schema(write, "Remove every note")["properties"]["query"]["pattern"] == '^DELETE FROM [^"\\\\]*$'
     update = grammar_schema(write, "Update the note with id 1 in the notes table so its title is 'Buy oat milk'.")
     assert update["properties"]["query"]["pattern"] == "^UPDATE (notes) SET (title) = ('Buy oat milk') WHERE (id) = (1)$"
+    # every row, and the column named beside the row's kind (probe: `SET ARCHIVED = 'archived' WHERE BID = 'archived'`)
+    every = grammar_schema(write, "Change every note body in the notes table to 'archived'.")
+    assert every["properties"]["query"]["pattern"] == "^UPDATE (notes) SET (body) = ('archived')$"
     # a parameter that says only "SQL query" takes the statements its tool's description names
     plain = {"type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}},
              "required": ["query"]}

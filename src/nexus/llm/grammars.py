@@ -246,9 +246,12 @@ def _row_statement(asked: str, request: str) -> str | None:
             new, row, where = texts, _one_of(numbers), _one_of(at) if at else by_id
         else:
             new, row, where = values, value, by_id
-        sets = _set_column(request, [v for v in new if v.startswith("'")])
+        sets = _set_column(request, [v for v in new if v.startswith("'")], kinds)
         tables = [n for n in names if not sets or n.lower() not in (sets.lower(), sets.lower() + "s")] or names
-        return f"^UPDATE {_one_of(tables)} SET {_one_of([sets]) if sets else _COLUMN} = {_one_of(new)} WHERE {where} = {row}$"
+        head = f"^UPDATE {_one_of(tables)} SET {_one_of([sets]) if sets else _COLUMN} = {_one_of(new)}"
+        if len(values) == 1 and texts and _EVERY_ROW.search(bare):  # "Change every note body … to 'archived'": every
+            return head + "$"  # row (it had got `SET ARCHIVED = 'archived' WHERE BID = 'archived'`; refused)
+        return head + f" WHERE {where} = {row}$"
     if asked == "INSERT INTO" and 1 < len(values) == len(pairs) == len({w.lower() for w, _ in pairs}) \
             and sorted(v for _, v in pairs) == sorted(values):
         # every value written after its own column ("titled 'Gym' with body 'leg day'"): that row, all of it (the model
@@ -259,18 +262,26 @@ def _row_statement(asked: str, request: str) -> str | None:
     return f"^INSERT INTO {name} " + (rows[0] if len(rows) == 1 else _one_of(rows)) + "$"
 
 
-def _set_column(request: str, texts: Sequence[str]) -> str | None:
+_EVERY_ROW = re.compile(r"\b(?:all|every|each)\b", re.I)
+
+
+def _set_column(request: str, texts: Sequence[str], kinds: Sequence[str] = ()) -> str | None:
     """The column an UPDATE sets when the request names it ("the title of note 2", "its body", "has the title 'X'" for
-    the quoted `texts` it may set), else None for any short name (the model had written `SET name = 'Renew passport'`
-    for "Set the title of note 2 to …").
+    the quoted `texts` it may set, "every note body" for a row of `kinds`), else None for any short name (the model had
+    written `SET name = 'Renew passport'` for "Set the title of note 2 to …").
 
     >>> _set_column("Set the title of note 2 to 'X'.", ["'X'"]), _set_column("Update note 1 so its body is 'y'.", ["'y'"])
     ('title', 'body')
     >>> _set_column("Update the note 'a' so it has content 'b'.", ["'b'"]), _set_column("Change 'a' to 'b'.", ["'b'"])
     ('content', None)
+    >>> _set_column("Change every note body in the notes table to 'x'.", ["'x'"], ["note"])
+    'body'
     """
     named = re.findall(r"\b(?:the|its|their)\s+([A-Za-z_]\w*)(?=\s+of\b)", request, re.I)
     named += re.findall(r"\b(?:its|their)\s+([A-Za-z_]\w*)", request, re.I)
+    if kinds:  # "every note body", "each note's title"
+        kind = "|".join(map(re.escape, sorted(kinds)))
+        named += re.findall(rf"\b(?:all|every|each)\s+(?:the\s+)?(?:{kind})s?(?:'s)?\s+([A-Za-z_]\w*)", request, re.I)
     named += [w for v in texts for w in re.findall(_BEFORE_VALUE + re.escape(v), request)]
     named = [w for w in named if w.lower() not in _ROW_FILLER | STOPWORDS | {"says", "reads"} and _column_names(w) == [w]]
     return named[0] if named else None
