@@ -265,6 +265,9 @@ def test_something_named_to_forget_leads_with_a_tool_that_removes_from_the_memor
     assert d.action is Action.SHORTLIST and d.candidates[0].key == "delete_entities"
     assert not TurnEvidence.of("Forget about the meeting.") and not TurnEvidence.of("Forget it.")
     assert _gate(OTHERS).decide(turn).action is Action.NO_TOOL
+    # several things named ("Remove Paris and Lyon from the knowledge graph." had called delete_observations, no observations)
+    assert TurnEvidence.of("Remove Paris and Lyon from the knowledge graph.").forget
+    assert TurnEvidence.of("Delete Ann, Bob and Carol from my memory").forget
 
 
 def test_a_fact_to_keep_lists_every_tool_that_adds_to_the_memory():

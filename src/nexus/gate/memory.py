@@ -111,7 +111,11 @@ _NAMED = re.compile(r"(?<![\w'-])(?!I(?:'[a-z]+)?\b)[A-Z][\w'-]*")
 # "Forget everything about Bob.", "Please forget Acme": something named, to be removed from what is kept
 _FORGET = re.compile(r"^\W*(?:please\s+)?forget\s+(?:all\s+|everything\s+)?(?:(?:you\s+know\s+)?about\s+)?(?P<what>.+)$", re.I | re.S)
 # "Remove Acme from my knowledge graph.": something named, and the memory it is to leave (held-out set 47)
-_REMOVE_FROM = re.compile(r"^\W*(?:[Pp]lease\s+)?(?:[Rr]emove|[Dd]elete|[Ee]rase)\s+(?P<what>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})\s+"
+_ONE_NAME = r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}"
+# "Remove Acme from my knowledge graph.", and a list of names ("Remove Paris and Lyon from …": it had called
+# delete_observations with no observations)
+_REMOVE_FROM = re.compile(rf"^\W*(?:[Pp]lease\s+)?(?:[Rr]emove|[Dd]elete|[Ee]rase)\s+(?P<what>{_ONE_NAME}"
+                          rf"(?:\s*,\s*{_ONE_NAME})*(?:,?\s+(?:and|&)\s+{_ONE_NAME})?)\s+"
                           r"(?:from|out\s+of)\s+(?:my\s+|the\s+|your\s+)?(?:knowledge\s+graph|memory|graph)\W*$")
 _REMOVES = re.compile(r"^\W*(?:delete|remove|erase)\b", re.I)
 _ADDS = re.compile(r"^\W*(?:create|add|store|save|record|insert)\b", re.I)
