@@ -324,3 +324,14 @@ def test_rows_of_a_bare_name_ask_for_a_statement_on_that_table(text, kind, table
 
     assert sql_in_words(text) == kind
     assert named_table(text) == table
+
+
+def test_a_replacement_in_a_named_file_fits_a_tool_with_an_old_and_new_text():
+    """"Change Shopping to Groceries in list.md in my workspace." had been told NO_TOOL; a replacement stated in a file
+    the turn writes overrules that for a tool with an old / new text pair (edit_file), and for no other tool."""
+    edit = {"type": "object", "properties": {"path": {"type": "string"}, "edits": {"type": "array", "items": {
+        "type": "object", "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}}}}}}
+    write = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}
+    evidence = TurnEvidence.of("Change Shopping to Groceries in list.md in my workspace.")
+    assert evidence.edit and evidence.fits("Edit a text file.", edit) and not evidence.fits("Write a file.", write)
+    assert not TurnEvidence.of("Change 100 USD to EUR").edit  # no file: a conversion, not an edit

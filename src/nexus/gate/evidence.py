@@ -468,6 +468,18 @@ def asks_folder_contents(request: str) -> bool:
     return bool(_FOLDER_CONTENTS.search(request or ""))
 
 
+def asks_file_edit(request: str) -> bool:
+    """Whether the request states a replacement in a file it writes ("Change Shopping to Groceries in list.md."): a
+    tool with an old / new text pair takes it (`replacements.takes_replacement`); the gate had told it NO_TOOL.
+
+    >>> asks_file_edit("Change Shopping to Groceries in list.md."), asks_file_edit("Change 100 USD to EUR")
+    (True, False)
+    """
+    from nexus.llm.replacements import request_replacement  # (nexus.llm imports this module)
+
+    return bool(PATHS.search(request or "")) and request_replacement(request) is not None
+
+
 def joins_name_word(request: str, name: str) -> bool:
     """The request writes a word of the tool's name as two ("Check out the main branch." and `git_checkout`, which the
     model had passed over for `git_branch`): a phrasal verb the name spells as one word.
@@ -553,14 +565,16 @@ class TurnEvidence:
     keep: bool = False
     forget: bool = False
     folder: bool = False
+    edit: bool = False
 
     @classmethod
     def of(cls, turn: str) -> "TurnEvidence":
         return cls(stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn)), asks_memory(turn),
-                   asks_to_keep(turn), asks_to_forget(turn), asks_folder_contents(turn))
+                   asks_to_keep(turn), asks_to_forget(turn), asks_folder_contents(turn), asks_file_edit(turn))
 
     def __bool__(self) -> bool:
-        return self.expression or self.sql is not None or self.paths or self.memory or self.keep or self.forget or self.folder
+        return self.expression or self.sql is not None or self.paths or self.memory or self.keep or self.forget or \
+            self.folder or self.edit
 
     @property
     def brings_tools(self) -> bool:
@@ -578,5 +592,7 @@ class TurnEvidence:
 
     def fits(self, description: str, schema: Mapping[str, Any]) -> bool:
         """A tool that takes what the turn states: it leads the shortlist and overrules a NO_TOOL."""
+        from nexus.llm.replacements import takes_replacement
+
         return self.joins(description, schema) or (self.expression and takes_only_expression(schema)) \
-            or (self.paths and takes_only_path_list(schema))
+            or (self.paths and takes_only_path_list(schema)) or (self.edit and takes_replacement(schema))
