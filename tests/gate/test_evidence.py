@@ -26,7 +26,7 @@ EXPR = {"type": "object", "properties": {"expression": {"type": "string"}}, "req
     ("Subtract 15 from 40", "40 - 15"),
     ("Calculate 15% of 240.", "15 / 100 * 240"),
     ("What is 2 raised to the 10th power?", "2 ** 10"),
-    ("What's the square root of 144?", "144 ** 0.5"),
+    ("What's the square root of 144?", "144 ** 0.5"), ("sqrt of 81?", "81 ** 0.5"), ("sqrt 2", "2 ** 0.5"),
     ("Work out (120 - 45) / 5 for me.", "(120 - 45) / 5"),
     ("What is the sum of 2 and 3?", "2 + 3"),
     ("What's the difference between 9 and 4?", "9 - 4"),

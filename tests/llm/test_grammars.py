@@ -105,6 +105,7 @@ def test_a_named_thing_to_create_is_a_relative_path_when_the_request_writes_none
     assert grammar_schema(schema, "Show me the folder named reports")["properties"]["path"]["enum"] == ["reports"]
     # a name with folders in it is the whole relative path (probe: "named archive/2026" had made "archive")
     assert grammar_schema(schema, "Create a directory named archive/2026 in my workspace.")["properties"]["path"]["enum"] == ["archive/2026"]
+    assert grammar_schema(schema, "mkdir backups in my workspace")["properties"]["path"]["enum"] == ["backups"]  # probe: "."
 
 
 def test_required_zones_times_dates_and_paths_come_from_the_request():

@@ -78,7 +78,7 @@ ARITHMETIC = (
     (r"(?<=\d)\s*\^\s*(?=[\d(])", " ** "),
     (rf"\b(?:raised\s+)?to\s+the\s+{_NUM}{_ORDINAL}\s+power\b|\braised\s+to\s+(?:the\s+)?{_NUM}{_ORDINAL}\b",
      lambda m: f" ** {m.group(1) or m.group(2)} "),
-    (rf"\bsquare\s+root\s+of\s+{_NUM}", r" \1 ** 0.5 "),
+    (rf"\b(?:square\s+root|sqrt)\s+(?:of\s+)?{_NUM}", r" \1 ** 0.5 "),  # "sqrt of 81?" had been read as a follow-up
     (rf"\bcube\s+root\s+of\s+{_NUM}", r" \1 ** (1 / 3) "),
     (r"\bmultiplied by\b|\btimes\b|(?<=\d)\s*[x×]\s*(?=\d)", " * "),
     (r"\bdivided by\b|÷", " / "),

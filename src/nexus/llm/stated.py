@@ -156,7 +156,9 @@ def unquoted_text(request: str) -> str | None:
 
 
 _CREATE = re.compile(r"\b(create|make|new|add|write|save|mkdir)\b", re.I)
-_NAMED = re.compile(r"\b(?:called|named|titled)\s+[\"'`]?(\w(?:[\w.-]*\w)?(?:/\w(?:[\w.-]*\w)?)*)")  # "archive/2026" whole
+# the name after "called", "named", "titled", or after a shell verb ("mkdir backups in my workspace" had made ".")
+_NAMED = re.compile(r"(?:\b(?:called|named|titled)|^\W*(?:mkdir|touch))\s+[\"'`]?(\w(?:[\w.-]*\w)?(?:/\w(?:[\w.-]*\w)?)*)",
+                    re.I)  # "archive/2026" whole
 
 
 def request_path_choices(request: str) -> list[str]:
