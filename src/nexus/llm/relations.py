@@ -20,6 +20,9 @@ relation's type, where the tool takes (from, to, relation type) triples: the kno
 >>> stated_relation({"relations": [{"from": "Bob", "to": "Bob", "relationType": "object"}]}, triple,
 ...                 "Record in the knowledge graph that Bob works at Acme.")  # one thing twice: the two it names
 {'relations': [{'from': 'Bob', 'to': 'Acme', 'relationType': 'works at'}]}
+>>> stated_relation({"relations": [{"from": "Alice", "to": "Leo", "relationType": "open"}]}, triple,
+...                 "In the knowledge graph, record that Leo belongs to Alice.")  # the other way round
+{'relations': [{'from': 'Leo', 'to': 'Alice', 'relationType': 'belongs to'}]}
 """
 
 from __future__ import annotations
@@ -73,9 +76,13 @@ def _fix(item: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> Ma
         ends = names[0], names[1]
     said = _between(request, ends[0].strip(), ends[1].strip())
     written = item.get(kind)
-    if said is None or (isinstance(written, str) and words(written) and set(words(written)) <= set(words(request))):
-        return item  # nothing stated between the two, or the type written is the request's own words
-    return {**item, kind: said}
+    if isinstance(written, str) and words(written) and set(words(written)) <= set(words(request)):
+        return item  # the type written is the request's own words
+    if said is None and (back := _between(request, ends[1].strip(), ends[0].strip())) is not None:
+        # the two the other way round from how the request relates them ("Leo belongs to Alice" had been written
+        # Alice -open-> Leo): as the request writes them
+        return {**item, source: ends[1], target: ends[0], kind: back}
+    return item if said is None else {**item, kind: said}  # nothing stated between the two: as written
 
 
 def stated_relation(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str) -> dict[str, Any]:
