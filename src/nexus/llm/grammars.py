@@ -406,6 +406,39 @@ def _times(item: str, n: int) -> str:
     return item + (f"(, {item}){{{n - 1}}}" if n > 1 else "")
 
 
+def _promote(out: dict[str, Any], props: dict[str, Any], required: set[str], request: str) -> dict[str, Any]:
+    """`out` with the optional parameters the request talks about made required (`parameters.mentioned`, a bare count
+    of what it counts, a bound of a span of time it states) and those it rules out left out of its properties (the
+    rival end of a count, `parameters.rival_counts`; the end of a span it does not state, `nexus.llm.bounds`); returns
+    the properties kept."""
+    from nexus.llm.bounds import bound, bound_phrases, stated_bounds
+    from nexus.llm.parameters import bare_count, mentioned, rival_counts, unclaimed_counts
+
+    promoted = [n for n, sub in props.items() if n not in required and isinstance(sub, dict) and mentioned(n, sub, request)]
+    counts = [n for n, sub in props.items() if n not in required and n not in promoted and isinstance(sub, dict) and bare_count(n, sub)]
+    # a span of time the request bounds ("since 2026-01-01"): each bound parameter of an end it states takes that value;
+    # one of an end it does not state is not offered, and the span's numbers count nothing
+    ends = {n: end for n, sub in props.items() if n not in required and isinstance(sub, dict) and (end := bound(n, sub))}
+    spans = stated_bounds(request) if ends else {}
+    spans = spans if any(end in spans for end in ends.values()) else {}  # an end some parameter takes
+    if len(counts) == 1 and unclaimed_counts(bound_phrases(request) if spans else request, props):  # "the last two
+        promoted += counts  # commits": git_log's max_count
+    rivals = rival_counts(promoted, props, request)  # "the first 3 lines": head, not tail, which is not offered
+    if spans:
+        rivals |= {n for n, end in ends.items() if end not in spans}
+        for n, end in ends.items():
+            if end in spans:
+                props[n] = {k: v for k, v in props[n].items() if k not in ("anyOf", "type", "format", "default")} | {
+                    "type": "string", "enum": [spans[end]]}
+                promoted.append(n)
+    promoted = [n for n in promoted if n not in rivals]
+    if rivals:
+        props = out["properties"] = {n: sub for n, sub in props.items() if n not in rivals}
+    if promoted:
+        out["required"] = [n for n in props if n in required or n in promoted]
+    return props
+
+
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "",
                    written_only: bool = False, description: str = "") -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
@@ -426,9 +459,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     only the parameters the model is to write — the required ones and those the request mentions — for a decode
     after one that looped in an optional parameter the request never talks about."""
     from nexus.llm import anchors, directions
-    from nexus.llm.bounds import bound, bound_phrases, stated_bounds
     from nexus.llm.choices import closed_choices
-    from nexus.llm.parameters import bare_count, mentioned, rival_counts, unclaimed_counts
     from nexus.llm.stated import file_paths, is_rate_parameter, percent_only, request_numbers, request_path_choices, value_kind
 
     out = normalise_schema(schema)
@@ -437,28 +468,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
     numbers = sorted(request_numbers(request) or (request_numbers(context) if context else set())) if request else []
     required = set(out.get("required") or [])
     if request:  # an optional parameter the request talks about is written (the model stops after the required ones)
-        promoted = [n for n, sub in props.items() if n not in required and isinstance(sub, dict) and mentioned(n, sub, request)]
-        counts = [n for n, sub in props.items() if n not in required and n not in promoted and isinstance(sub, dict) and bare_count(n, sub)]
-        # a span of time the request bounds ("since 2026-01-01"): each bound parameter of an end it states takes that
-        # value; one of an end it does not state is not offered, and the span's numbers count nothing (`nexus.llm.bounds`)
-        ends = {n: end for n, sub in props.items() if n not in required and isinstance(sub, dict) and (end := bound(n, sub))}
-        spans = stated_bounds(request) if ends else {}
-        spans = spans if any(end in spans for end in ends.values()) else {}  # an end some parameter takes
-        if len(counts) == 1 and unclaimed_counts(bound_phrases(request) if spans else request, props):  # "the last
-            promoted += counts  # two commits": git_log's max_count
-        rivals = rival_counts(promoted, props, request)  # "the first 3 lines": head, not tail, which is not offered
-        if spans:
-            rivals |= {n for n, end in ends.items() if end not in spans}
-            for n, end in ends.items():
-                if end in spans:
-                    props[n] = {k: v for k, v in props[n].items() if k not in ("anyOf", "type", "format", "default")} | {
-                        "type": "string", "enum": [spans[end]]}
-                    promoted.append(n)
-        promoted = [n for n in promoted if n not in rivals]
-        if rivals:
-            props = out["properties"] = {n: sub for n, sub in props.items() if n not in rivals}
-        if promoted:
-            out["required"] = [n for n in props if n in required or n in promoted]
+        props = _promote(out, props, required, request)
     written = set(out.get("required") or [])
     if written_only and request:
         props = out["properties"] = {n: sub for n, sub in props.items() if n in written}
