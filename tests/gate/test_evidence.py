@@ -35,6 +35,7 @@ EXPR = {"type": "object", "properties": {"expression": {"type": "string"}}, "req
     ("Multiply 12.5 by 4 and then subtract 7.", "12.5 * 4 - 7"),  # a step after a number (probe: "12.5*4 = 7.5")
     ("Divide 1000 by 8 and add 5.", "1000 / 8 + 5"), ("Subtract 3 from 10, then add 4", "10 - 3 + 4"),
     ("What's the average of 10, 20 and 30?", "(10 + 20 + 30) / 3"), ("the mean of 4 and 8", "(4 + 8) / 2"),
+    ("If I split 480 into 6 equal parts, how big is each part?", "480 / 6"), ("Share 90 between 3 people", "90 / 3"),
 ])
 def test_an_expression_in_symbols_or_words_is_stated(text, expected):
     assert stated_expression(text) == expected

