@@ -574,6 +574,9 @@ def test_a_span_of_time_the_request_bounds_goes_to_the_end_it_names(request_, st
 def test_a_request_with_no_span_of_time_leaves_both_ends_free():
     shaped = grammar_schema(GIT_LOG, "Show the last 5 commits.")
     assert shaped["required"] == ["max_count"] and "enum" not in shaped["properties"]["start_timestamp"]
+
+
+def test_an_end_written_in_a_layout_or_with_no_parameter_for_the_stated_end_is_left_alone():
     # an end written in a layout ("YYYY-MM-DD HH:MM:SS") takes no "60 minutes ago", and a span whose end no parameter
     # takes changes nothing (T: "the snapshot ... for the last 60 minutes" had kept its `to`)
     laid = {"type": "object", "properties": {"to": {"type": "string", "description": "The end time in the format of 'YYYY-MM-DD HH:MM:SS'."},

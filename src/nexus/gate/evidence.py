@@ -233,9 +233,9 @@ _ROW_OF = (r"\b(?:rows?|records?)\s+(?:to|into|in|from|of)\s+(?:the\s+)?(?!(?:th
 WRITE_VERBS = {"insert": "INSERT INTO", "add": "INSERT INTO", "put": "INSERT INTO", "delete": "DELETE FROM",
                "remove": "DELETE FROM", "update": "UPDATE", "change": "UPDATE", "set": "UPDATE"}
 # an order may open with the table it is about: "In the notes table, add a note titled 'Dentist' …" (held-out set 77)
-_IN_TABLE = r"in\s+(?:the\s+|my\s+)?[\w-]+\s+table\s*,?\s*"
+IN_TABLE = r"in\s+(?:the\s+|my\s+)?[\w-]+\s+table\s*,?\s*"
 _WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b.*(?:{_TABLE}|{_ROWS_IN_DB}|{_ROW_OF})"
-                          rf"|^\W*{_IN_TABLE}(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b", re.I)
+                          rf"|^\W*{IN_TABLE}(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b", re.I)
 # "Insert a note … into notes.": SQL's own INSERT INTO, the table a bare name ending the request (held-out set 57 had
 # written the note to a file); a file (an extension) or a folder, document or graph is no table
 _INTO_NAME = (r"\binto\s+(?:the\s+|my\s+|our\s+)?(?!(?:a|an|it|this|that|file|folder|directory|document|graph|memory|"

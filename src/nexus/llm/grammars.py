@@ -20,8 +20,8 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from nexus.gate.evidence import (LISTS_FOLDERS, WRITE_VERBS, is_expression_parameter, is_path_list_parameter, is_sql_parameter,
-                                 named_table, rows_table, sole_expression, sql_in_words, stated_path_list)
+from nexus.gate.evidence import (IN_TABLE, LISTS_FOLDERS, WRITE_VERBS, is_expression_parameter, is_path_list_parameter,
+                                 is_sql_parameter, named_table, rows_table, sole_expression, sql_in_words, stated_path_list)
 from nexus.llm.names import fact_subject, holds_names, name_fields, request_names
 from nexus.slb.lexical import STOPWORDS
 
@@ -138,7 +138,7 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
             return None
     # a request that opens with the verb of one of them asks for that one ("Insert a book …": INSERT INTO, not DELETE),
     # also after the table it is about ("In the notes table, add a note …", held-out set 77)
-    verb = re.match(r"\W*(?:in\s+(?:the\s+|my\s+)?[\w-]+\s+table\s*,?\s*)?(?:please\s+)?(\w+)", request or "", re.I)
+    verb = re.match(rf"\W*(?:{IN_TABLE})?(?:please\s+)?(\w+)", request or "", re.I)
     asked = WRITE_VERBS.get(verb.group(1).lower()) if verb else None
     if asked and asked.split()[0] in kinds:
         return _row_statement(asked, request) or "^" + asked + ' [^"\\\\]*$'
