@@ -353,3 +353,19 @@ def test_requests_held_out_set_77_missed_are_read_for_what_they_ask():
         "^INSERT INTO (notes) \\((title), (body)\\) VALUES \\(('Dentist'), ('Friday 10am')\\)$")
     assert asked_properties("Tell me when notes.txt in my workspace was first created.") == {"created"}
     assert asks_to_forget("Take Bob out of the knowledge graph entirely.") and not asks_to_forget("Take Bob to the park.")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Show all notes whose title mentions Alice.", "read"), ("Which notes have 'milk' in the title?", "read"),
+    ("How many notes are there?", "read"), ("delete note 3", "write"),
+    ("Change the title of note 1 to 'Weekly plan'.", "write"),
+    ("Insert a note titled 'Pay rent' with body 'before Friday'.", "write"),
+    # the word means something else here: a file, the knowledge graph, a verb; or the turn asks for nothing
+    ("Add a note to notes.txt saying hi.", None), ("Search my knowledge graph for notes about Alice.", None),
+    ("Note that Alice speaks French.", None), ("Thanks for the notes!", None),
+])
+def test_rows_named_by_a_learnt_table_ask_for_sql(text, expected):
+    """The tables a registry's servers hold (`Tool.tables`) let a turn name rows by their table alone; without them
+    the same turns ask for no SQL."""
+    assert TurnEvidence.of(text, ("notes",)).sql == expected
+    assert TurnEvidence.of(text).sql is None

@@ -325,6 +325,27 @@ def test_a_turn_asking_for_sql_gets_the_registry_tool_that_runs_it_when_the_slb_
     assert "read_query" not in [h.key for h in _gate(reg, slb, k=2).decide("send an email to my boss").candidates]
 
 
+def test_rows_named_by_a_table_the_registry_learnt_get_the_tool_that_runs_sql():
+    """"Show all notes whose title mentions Alice." names no table; the demo's sqlite server holds a `notes` table
+    (learnt at connect, `Tool.tables`), so the turn asks for a SELECT over it, as "... in the notes table" would."""
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+              "required": ["query"]}
+    read = Tool("read_query", "Execute a SELECT query on the SQLite database", schema, "db")
+    turn = "Show all notes whose title mentions Alice."
+    decisions = {}
+    for tables in ((), ("notes",)):
+        reg = Registry()
+        reg.set_source("t", TOOLS)
+        reg.set_source("db", [replace(read, tables=tables)])
+        slb = SemanticLookasideBuffer(HashEmbedder())
+        slb.sync(reg)
+        assert "read_query" not in [h.key for h in slb.search(turn, k=1)]
+        decisions[tables] = _gate(reg, slb, k=1).decide(turn)
+    assert "read_query" not in [h.key for h in decisions[()].candidates]
+    learnt = decisions[("notes",)]
+    assert learnt.action is Action.SHORTLIST and learnt.candidates[0].key == "read_query"
+
+
 def test_a_short_question_about_someone_named_is_not_a_follow_up():
     """"Who is Alice?" (three words) had been read with the two file requests before it and read notes.txt."""
     from nexus.gate.gate import is_follow_up

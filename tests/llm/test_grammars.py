@@ -321,10 +321,14 @@ def test_a_read_in_words_about_a_table_that_states_nothing_more_is_every_row_or_
     """"How many rows are in the notes table?" had run "SELECT * FROM notes WHERE name = 'notes'" (no such column)."""
     assert _read_pattern("How many rows are in the notes table?") == "^SELECT COUNT\\(\\*\\) FROM notes$"
     assert _read_pattern("List every book in the books table.") == "^SELECT \\* FROM books$"
-    # a value, a filter or an order leaves the statement to the model, after its keyword
-    for request in ("Show the notes in the notes table whose title contains 'x'", "Show the 3 newest rows of the notes table",
-                    "List the notes table sorted by title", "Show me the notes"):
+    # a value, a filter or an order it cannot build leaves the statement to the model, after its keyword
+    for request in ("Show the notes in the notes table whose title contains 'x' or 'y'", "Show the 3 newest rows of the notes table",
+                    "List the notes table sorted by title and then by body", "Show me the notes"):
         assert _read_pattern(request) == '^(SELECT) [^"\\\\]*$'
+    # a text a column holds is a LIKE, an order an ORDER BY (the model had written `WHERE title = 'x'`)
+    assert _read_pattern("Show the notes in the notes table whose title contains 'x'") == \
+        "^SELECT \\* FROM notes WHERE title LIKE '%x%'$"
+    assert _read_pattern("List the notes table sorted by title") == "^SELECT \\* FROM notes ORDER BY title$"
     assert 'COUNT' in arguments_gbnf(_READ, "How many rows are in the notes table?")  # llama.cpp's converter takes it
 
 
@@ -582,3 +586,20 @@ def test_an_end_written_in_a_layout_or_with_no_parameter_for_the_stated_end_is_l
     laid = {"type": "object", "properties": {"to": {"type": "string", "description": "The end time in the format of 'YYYY-MM-DD HH:MM:SS'."},
                                              "until": {"type": "string", "description": "The end time"}}}
     assert list(grammar_schema(laid, "the snapshot for the last 60 minutes")["properties"]) == ["to", "until"]
+
+
+def test_rows_named_by_a_table_their_server_holds_get_its_statement():
+    """"How many notes are there?" names no table; with the tables the server holds (`Tool.tables`) the grammar counts
+    the rows of notes, as it does for "... in the notes table"; without them it stays free after SELECT."""
+    from nexus.llm.grammars import sql_pattern
+
+    read, write = "Execute a SELECT query on the SQLite database", "Execute an INSERT, UPDATE, or DELETE query"
+    assert sql_pattern("SQL query to execute", "How many notes are there?", read, ("notes",)) == \
+        r"^SELECT COUNT\(\*\) FROM notes$"
+    assert sql_pattern("SQL query to execute", "How many notes are there?", read) == '^(SELECT) [^"\\\\]*$'
+    assert sql_pattern("SQL query to execute", "Delete every note whose title is 'Old'.", write, ("notes",)) == \
+        "^DELETE FROM (notes) WHERE (title) = ('Old')$"
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}},
+              "required": ["query"]}
+    shaped = grammar_schema(schema, "Show me the note with the title 'Buy milk'.", description=read, tables=("notes",))
+    assert shaped["properties"]["query"]["pattern"] == r"^SELECT \* FROM notes WHERE (title) = ('Buy milk')$"

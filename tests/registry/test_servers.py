@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus.demo import demo_servers_config
+from nexus.demo import demo_servers_config, prepare_workspace
 from nexus.errors import ConfigError, ServerError, ToolLoadError
 from nexus.registry import Registry
 from nexus.registry.servers import (
@@ -30,7 +30,8 @@ TIME_SERVER = SERVERS_DIR / "mcp-server-time" / "bin" / "mcp-server-time"
 
 # A tiny MCP server speaking raw JSON-RPC (no SDK), so these tests control pagination, bad schemas
 # and tool errors exactly. FAKE_PAGES pages of two tools each; FAKE_BAD=1 breaks tool_1's schema, FAKE_NAMELESS=1
-# drops its name (the MCP SDK then refuses the whole page).
+# drops its name (the MCP SDK then refuses the whole page); FAKE_TABLES adds a `list_tables` that answers with its
+# text ("fail": an error).
 FAKE_SERVER = r"""
 import json, os, sys
 PAGES = int(os.environ.get("FAKE_PAGES", "1"))
@@ -52,8 +53,14 @@ for line in sys.stdin:
     elif method == "tools/list":
         page = int(params.get("cursor") or 0)
         result = {"tools": [tool(2 * page), tool(2 * page + 1)]}
+        if "FAKE_TABLES" in os.environ and page == 0:
+            result["tools"].append({"name": "list_tables", "description": "List all tables in the database",
+                                    "inputSchema": {"type": "object", "properties": {}}})
         if page + 1 < PAGES:
             result["nextCursor"] = str(page + 1)
+    elif method == "tools/call" and params["name"] == "list_tables":
+        text = os.environ["FAKE_TABLES"]
+        result = {"content": [{"type": "text", "text": text}], "isError": text == "fail"}
     elif method == "tools/call":
         args = params.get("arguments") or {}
         text = json.dumps({k: os.environ.get(k) for k in args.get("env", [])}) if "env" in args else "echo " + json.dumps(args)
@@ -194,6 +201,19 @@ def test_a_tool_the_sdk_refuses_is_left_out_and_the_server_keeps_the_rest(fake: 
     assert reason.startswith("MCP server 'nameless': tools/list[1]") and "no name" in reason
 
 
+@pytest.mark.parametrize(("answer", "tables"), [("[{'name': 'notes'}, {'name': 'sqlite_sequence'}]", ("notes",)),
+                                                ('["users", "orders"]', ("users", "orders")),
+                                                ("fail", ()), ("Error: the database is locked", ())])
+def test_a_table_lister_gives_its_servers_tools_their_tables(fake: dict, answer: str, tables: tuple) -> None:
+    fake["env"] = {"FAKE_TABLES": answer}
+    status = load({"mcpServers": {"db": fake}})["db"]
+    assert status.ok and [t.name for t in status.tools] == ["tool_0", "tool_1", "list_tables"]
+    assert {t.tables for t in status.tools} == {tables}  # a lister that fails or names none changes nothing
+    registry = Registry()
+    registry.set_source("db", status.tools)
+    assert registry.tables() == tables
+
+
 def test_env_is_merged_over_the_default_environment_and_calls_work(fake: dict) -> None:
     fake["env"] = {"NEXUS_TEST_VAR": "hello"}
     spec = parse_servers_config({"mcpServers": {"f": fake}}, "t")
@@ -253,6 +273,12 @@ def test_installed_demo_servers_all_load(tmp_path: Path) -> None:
     statuses = load(config, timeout=20)
     assert {name: s.error for name, s in statuses.items() if not s.ok} == {}
     assert all(s.tools for s in statuses.values())
+    # an empty database has no tables to learn; the demo's own, seeded, holds notes (the server's list_tables says so)
+    assert all(t.tables == () for s in statuses.values() for t in s.tools)
+    if "sqlite" in statuses:
+        sqlite = demo_servers_config(SERVERS_DIR, prepare_workspace(tmp_path / "seeded"))["mcpServers"]["sqlite"]
+        seeded = load({"mcpServers": {"sqlite": sqlite}}, timeout=20)["sqlite"]
+        assert {t.tables for t in seeded.tools} == {("notes",)}
 
 
 HTTP_SERVER = r"""

@@ -241,15 +241,41 @@ _WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b.*(?
 _INTO_NAME = (r"\binto\s+(?:the\s+|my\s+|our\s+)?(?!(?:a|an|it|this|that|file|folder|directory|document|graph|memory|"
               r"knowledge|list)\b)([A-Za-z_][\w-]*)(?:\s+table)?\s*[.!?]?\s*$")
 _INSERT_INTO = re.compile(rf"^\W*(?:please\s+)?insert\b.*{_INTO_NAME}", re.I)
-_READ_WORDS = re.compile(rf"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+many|count|list|show|get|fetch|find|"
-                         rf"select|give\s+me|tell\s+me|what|which|who|pull|grab|retrieve|return|display|print|dump|read|"
-                         rf"look\s+up|query)\b.*(?:{_TABLE}|{_ROWS_IN_DB}|{_ROW_OF})", re.I)
+_READ_START = (r"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+many|count|list|show|get|fetch|find|"
+               r"select|give\s+me|tell\s+me|what|which|who|pull|grab|retrieve|return|display|print|dump|read|"
+               r"look\s+up|query)\b")
+_READ_WORDS = re.compile(rf"{_READ_START}.*(?:{_TABLE}|{_ROWS_IN_DB}|{_ROW_OF})", re.I)
+_WRITE_START = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b", re.I)
+# a request about something else that a table's name can also mean: a file (an extension), folder, repository or the
+# knowledge graph ("Add a note to notes.txt", "Search my knowledge graph for notes about Alice")
+_ELSEWHERE = re.compile(r"\w\.[A-Za-z]\w{0,4}\b|\b(?:files?|folders?|director(?:y|ies)|graph|knowledge|memory|repo|"
+                        r"repository|commits?|branch(?:es)?|entit(?:y|ies)|observations?|relations?)\b", re.I)
 # what a table is made of, not its rows: "What does the notes table look like?" (held-out set 63 had read its rows)
 _ABOUT_SCHEMA = re.compile(r"\b(columns?|schema|structure|fields?|describe|definition|tables|create|drop|rename|"
                            r"layout)\b|\btables?\s+looks?\s+like\b", re.I)
 
 
-def sql_in_words(text: str) -> str | None:
+def bare_table(text: str, tables: Sequence[str] = ()) -> str | None:
+    """The table of `tables` (those the registry's servers hold, `Tool.tables`) a request names by its rows alone, in
+    the singular or the plural ("Show all notes whose title mentions Alice", "Delete note 3": notes); None when it names
+    none, or also names a file, folder, repository or the knowledge graph, which the word may mean instead.
+
+    >>> [bare_table(t, ("notes",)) for t in ("Show all notes whose title mentions Alice", "Delete note 3",
+    ...     "Add a note to notes.txt", "Search my knowledge graph for notes about Alice", "Show my notes")]
+    ['notes', 'notes', None, None, 'notes']
+    >>> bare_table("Show all notes", ()), bare_table("Show all denotes", ("notes",))
+    (None, None)
+    """
+    if not tables or _ELSEWHERE.search(text or ""):
+        return None
+    for table in tables:
+        forms = {table, table[:-1]} if table.lower().endswith("s") and len(table) > 2 else {table, table + "s"}
+        if re.search(rf"(?<![\w./-])(?:{'|'.join(re.escape(f) for f in forms)})(?![\w-])", text or "", re.I):
+            return table
+    return None
+
+
+def sql_in_words(text: str, tables: Sequence[str] = ()) -> str | None:
     """The kind of statement a request asks for in words about a named table: "write" (insert / add / delete / remove /
     update … a table), "read" (how many / list / show / what … a table); None for a question about a table's columns or
     the tables themselves, for a new table, and for a request that names no table.
@@ -270,28 +296,41 @@ def sql_in_words(text: str) -> str | None:
     >>> [sql_in_words(t) for t in ("Insert a note titled 'Gym' into notes.", "Insert a row into the tasks table",
     ...     "Insert 'hello' into notes.txt", "Insert a line into the file", "Insert Bob into my knowledge graph")]
     ['write', 'write', None, None, None]
+
+    With the tables the registry's servers hold, rows named by their table alone (`bare_table`):
+
+    >>> [sql_in_words(t, ("notes",)) for t in ("Show all notes whose title mentions Alice", "Delete note 3",
+    ...     "How many notes are there?", "Note that Alice speaks French", "Add a note to notes.txt")]
+    ['read', 'write', 'read', None, None]
     """
     text = text or ""
     if _ABOUT_SCHEMA.search(text):
         return None
     if _WRITE_WORDS.search(text) or _INSERT_INTO.search(text):
         return "write"
-    return "read" if _READ_WORDS.search(text) else None
+    if _READ_WORDS.search(text):
+        return "read"
+    if bare_table(text, tables) is None:
+        return None
+    return "write" if _WRITE_START.search(text) else "read" if re.search(_READ_START, text, re.I) else None
 
 
-def named_table(text: str) -> str | None:
-    """The table a request names ("the books table", "table notes"), else None.
+def named_table(text: str, tables: Sequence[str] = ()) -> str | None:
+    """The table a request names ("the books table", "table notes"; of `tables`, those the registry's servers hold,
+    also by its rows alone: `bare_table`), else None.
 
     >>> named_table("Delete the note with id 2 from the notes table."), named_table("Book a table for 2")
     ('notes', None)
     >>> named_table("Insert a note titled 'Gym' into notes."), named_table("Insert 'hi' into notes.txt")
+    ('notes', None)
+    >>> named_table("Delete note 3", ("notes",)), named_table("Delete note 3")
     ('notes', None)
     """
     match = re.search(_TABLE, text or "", re.I)
     if match:
         return match.group(1) or match.group(2)
     into = _INSERT_INTO.search(text or "") or re.search(_ROW_OF, text or "", re.I)
-    return into.group(1) if into else None
+    return into.group(1) if into else bare_table(text, tables)
 
 
 def rows_table(text: str) -> str | None:
@@ -308,9 +347,9 @@ def rows_table(text: str) -> str | None:
     return kind if kind.endswith("s") else kind + "s"
 
 
-def asked_sql(text: str) -> str | None:
+def asked_sql(text: str, tables: Sequence[str] = ()) -> str | None:
     """The kind of SQL statement a request writes out (`stated_sql`) or asks for in words (`sql_in_words`)."""
-    return stated_sql(text) or sql_in_words(text)
+    return stated_sql(text) or sql_in_words(text, tables)
 
 
 def stated_path_list(text: str) -> list[str]:
@@ -573,8 +612,9 @@ class TurnEvidence:
     edit: bool = False
 
     @classmethod
-    def of(cls, turn: str) -> "TurnEvidence":
-        return cls(stated_expression(turn) is not None, asked_sql(turn), bool(stated_path_list(turn)), asks_memory(turn),
+    def of(cls, turn: str, tables: Sequence[str] = ()) -> "TurnEvidence":
+        """`tables`: those the registry's servers hold (`Registry.tables`), so rows named by their table alone count."""
+        return cls(stated_expression(turn) is not None, asked_sql(turn, tables), bool(stated_path_list(turn)), asks_memory(turn),
                    asks_to_keep(turn), asks_to_forget(turn), asks_folder_contents(turn), asks_file_edit(turn))
 
     def __bool__(self) -> bool:

@@ -264,7 +264,7 @@ class BoundaryGate:
         start = time.perf_counter()
         if not hits:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
-        evidence = TurnEvidence.of(turn)
+        evidence = TurnEvidence.of(turn, self.registry.tables())
         hits = [*hits, *self._evidence_runners(evidence, text, hits)]
         status = self._status_tools(turn, hits)
         listed = {h.key for h in hits}

@@ -377,7 +377,7 @@ class ToolCaller:
             return prior
         question = asks_to_read(turn)  # the turn's own words, not the request it leans on
         against = [contrary(turn, key) or negative for key, negative in zip(keys, negated(turn, keys))]
-        evidence = TurnEvidence.of(turn)  # what the gate read in the turn's own words: SQL, memory, folders
+        evidence = TurnEvidence.of(turn, self.registry.tables())  # what the gate read in the turn's own words: SQL, memory, folders
         own, turn = turn, self._request(turn, history)
         tools = [self.registry.get(k) for k in keys]
         # a path the turn writes as the value of a parameter the set-up fills (`Tool.pinned`) is no path to place: "Create
@@ -507,7 +507,8 @@ class ToolCaller:
         logged: the call is still validated against the tool's full schema, so one odd schema never ends the turn."""
         try:
             tool = self.registry.get(key)
-            grammar = arguments_gbnf(tool.input_schema, self._grounding(turn, tool), context, written_only, tool.description)
+            grammar = arguments_gbnf(tool.input_schema, self._grounding(turn, tool), context, written_only, tool.description,
+                                     tool.tables)
             return self.backend.generate(prompt, grammar=grammar, max_tokens=self.max_arg_tokens)
         except GrammarError as exc:
             log.warning("tool %s: its arguments grammar was refused (%s); decoding any JSON object instead", key, exc)

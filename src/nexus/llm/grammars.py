@@ -106,7 +106,7 @@ _TYPES = "(TEXT|INTEGER|REAL)"
 _SQL_FILLER = STOPWORDS | frozenset("without into called named new table tables column columns create make add".split())
 
 
-def sql_pattern(description: str, request: str = "", tool_description: str = "") -> str | None:
+def sql_pattern(description: str, request: str = "", tool_description: str = "", tables: Sequence[str] = ()) -> str | None:
     """The pattern of a SQL parameter whose description names the statements it takes (None otherwise): the model
     wrote "books" for "CREATE TABLE SQL statement", which the server refuses ("Only CREATE TABLE statements are
     allowed"). Other statements stay free after their keyword (no quote or backslash: the grammar's JSON string). A
@@ -141,8 +141,8 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "")
     verb = re.match(rf"\W*(?:{IN_TABLE})?(?:please\s+)?(\w+)", request or "", re.I)
     asked = WRITE_VERBS.get(verb.group(1).lower()) if verb else None
     if asked and asked.split()[0] in kinds:
-        return _row_statement(asked, request) or "^" + asked + ' [^"\\\\]*$'
-    read = _read_statement(request) if "SELECT" in kinds else None
+        return _row_statement(asked, request, tables) or "^" + asked + ' [^"\\\\]*$'
+    read = _read_statement(request, tables) if "SELECT" in kinds else None
     if read:
         return read
     if kinds != ["CREATE TABLE"]:
@@ -175,7 +175,7 @@ def _row_values(request: str) -> tuple[str, list[str]] | None:
     return bare, list(dict.fromkeys([f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)))
 
 
-def _row_statement(asked: str, request: str) -> str | None:
+def _row_statement(asked: str, request: str, tables: Sequence[str] = ()) -> str | None:
     r"""An INSERT, UPDATE or DELETE asked for in words, as a pattern built from the request: the table it names, else
     its words or their plurals ("the note with id 2" is in table notes); a column the word written before a value, else
     any short name; the values among what it quotes and its numbers, as many values as columns; an UPDATE and a DELETE
@@ -211,7 +211,7 @@ def _row_statement(asked: str, request: str) -> str | None:
     columns = {w.lower() for w in re.findall(rf"\b(?:with|whose|where)\s+(?:the\s+|an?\s+)?{_BEFORE_VALUE}(?:'[^']*'|\d)",
                                              request, re.I)}
     words = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, bare)) if w.lower() not in _ROW_FILLER | columns]
-    named = named_table(bare)
+    named = named_table(bare, tables)
     if named and named.lower() not in _ROW_FILLER:  # "the notes table" names it
         words = [named]
     # a table the request does not name is one of its words in the plural, as tables mostly are ("the note with id 2"
@@ -318,7 +318,7 @@ _FILTERED = re.compile(r"\b(where|whose|with|without|containing|contains?|about|
                        r"newest|oldest|latest|recent|first|last|top|most|least|alphabetical\w*|only|between|before|after)\b", re.I)
 
 
-def _read_statement(request: str) -> str | None:
+def _read_statement(request: str, tables: Sequence[str] = ()) -> str | None:
     r"""A read asked for in words about a named table that states no value and asks for no filter or order, as the one
     statement it can be: every row, or their count for "how many" (with one value in one column: `_read_where`). Free,
     the model wrote "SELECT * FROM notes WHERE name = 'notes'" for "How many rows are in the notes table?" (the server
@@ -337,15 +337,78 @@ def _read_statement(request: str) -> str | None:
     """
     from nexus.llm.words import quoted_spans
 
-    table = (named_table(request) or rows_table(request)) if sql_in_words(request) == "read" else None
+    table = (named_table(request, tables) or rows_table(request)) if sql_in_words(request, tables) == "read" else None
     if not table or table.lower() in _ROW_FILLER:
         return None
+    matching = _read_matching(request, table)
+    if matching:
+        return matching
     if quoted_spans(request) or re.search(r"\d", request):
         return _read_where(request, table)
     if _FILTERED.search(request.replace(f"{table} table", " ")):
         return None
     count = re.search(r"\bhow\s+many\b|\bcount\b|\bnumber\s+of\b", request, re.I)
     return "^SELECT " + (r"COUNT\(\*\)" if count else r"\*") + f" FROM {table}$"
+
+
+_VALUE = r"(?:'(?P<quoted>[^']+)'|\"(?P<double>[^\"]+)\"|(?P<word>(?-i:[A-Z])[\w-]*))"  # quoted, or a capitalised word
+_OF_IT = r"(?:the\s+|its\s+|their\s+)?"
+# a column's value that holds, starts or ends with a text, as a LIKE ("whose title contains 'milk'": the model had
+# written `WHERE title = 'milk'`, and looped on "whose title starts with 'Shop'"); the column named, then the text, or
+# the text, then "in" the column ("Which notes have 'Acme' in their body?")
+_MATCHING = tuple((re.compile(pattern, re.I), like) for pattern, like in (
+    (rf"\b(?:whose|where|with)\s+{_OF_IT}(?P<column>[A-Za-z_]\w*)\s+(?:contains?|mentions?|includes?|has)\s+{_VALUE}", "%{}%"),
+    (rf"\b(?:whose|where|with)\s+{_OF_IT}(?P<column>[A-Za-z_]\w*)\s+(?:starts?|begins?)\s+with\s+{_VALUE}", "{}%"),
+    (rf"\b(?:whose|where|with)\s+{_OF_IT}(?P<column>[A-Za-z_]\w*)\s+ends?\s+with\s+{_VALUE}", "%{}"),
+    (r"\b(?:have|has|with|mentions?|mentioning|contains?|containing)\s+(?:'(?P<quoted>[^']+)'|\"(?P<double>[^\"]+)\"|"
+     rf"(?P<bare>[\w-]+))\s+in\s+{_OF_IT}(?P<column>[A-Za-z_]\w*)", "%{}%"),
+))
+_ORDERED = re.compile(rf"[,;]?\s*\b(?:sorted|ordered|order|sort)\s+(?:them\s+)?by\s+{_OF_IT}(?P<column>[A-Za-z_]\w*)"
+                      r"(?:[,\s]+(?:in\s+)?(?P<down>desc\w*|reverse|newest\s+first)\b|[,\s]+(?:in\s+)?asc\w*\b)?", re.I)
+
+
+def _read_matching(request: str, table: str) -> str | None:
+    r"""A read of the rows of a named table whose column holds, starts or ends with a text (a LIKE), or of all its
+    rows in a column's order (an ORDER BY), or both, when the request asks for no other filter or order.
+
+    >>> print(_read_matching("Get all notes whose title contains 'milk'.", "notes"))
+    ^SELECT \* FROM notes WHERE title LIKE '%milk%'$
+    >>> print(_read_matching("Which notes have 'Acme' in their body?", "notes"))
+    ^SELECT \* FROM notes WHERE body LIKE '%Acme%'$
+    >>> print(_read_matching("How many notes mention milk in their body?", "notes"))
+    ^SELECT COUNT\(\*\) FROM notes WHERE body LIKE '%milk%'$
+    >>> print(_read_matching("Find the notes whose title starts with 'Shop', sorted by id", "notes"))
+    ^SELECT \* FROM notes WHERE title LIKE 'Shop%' ORDER BY id$
+    >>> print(_read_matching("Give me every note, sorted by id descending.", "notes"))
+    ^SELECT \* FROM notes ORDER BY id DESC$
+    >>> _read_matching("Show notes whose title contains 'a' and whose body is 'b'", "notes") is None  # another filter
+    True
+    >>> _read_matching("Show notes whose title contains 'a' or 'b'", "notes") is None  # another value
+    True
+    """
+    rest, where, order = request, "", ""
+    for pattern, like in _MATCHING:
+        found = pattern.search(rest)
+        if found is None:
+            continue
+        column, value = found.group("column"), next(v for k, v in found.groupdict().items() if k != "column" and v)
+        if column.lower() in _ROW_FILLER | STOPWORDS or not _ROW_LITERAL.fullmatch(value):
+            return None
+        where = f" WHERE {column} LIKE '{like.format(value)}'"
+        rest = rest[:found.start()] + " " + rest[found.end():]
+        break
+    ordered = _ORDERED.search(rest)
+    if ordered:
+        if ordered.group("column").lower() in _ROW_FILLER | STOPWORDS:
+            return None
+        order = f" ORDER BY {ordered.group('column')}" + (" DESC" if ordered.group("down") else "")
+        rest = rest[:ordered.start()] + " " + rest[ordered.end():]
+    # what is left states no other value and asks for no other filter (its first word may be the question's "which")
+    if not (where or order) or re.search(r"'[^']*'|\"[^\"]*\"|\d|\bby\b", rest) or \
+            _FILTERED.search(re.sub(r"^\W*\w+", " ", rest).replace(f"{table} table", " ")):
+        return None
+    count = re.search(r"\bhow\s+many\b|\bcount\b|\bnumber\s+of\b", request, re.I)
+    return "^SELECT " + (r"COUNT\(\*\)" if count else r"\*") + f" FROM {table}{where}{order}$"
 
 
 def _read_where(request: str, table: str) -> str | None:
@@ -362,10 +425,17 @@ def _read_where(request: str, table: str) -> str | None:
     (None, None)
     >>> _read_where("Show the notes table rows whose title contains 'milk'", "notes") is None  # a LIKE, not an equality
     True
+
+    A participle before the value names its column too ("the note titled 'Call Alice'": the model had looped):
+
+    >>> print(_read_where("Fetch the body of the note titled 'Call Alice'.", "notes"))
+    ^SELECT \* FROM notes WHERE (title) = ('Call Alice')$
     """
     stated = _row_values(request)
     found = list(re.finditer(rf"\b(?:with|whose|where)\s+(?:the\s+|an?\s+)?{_BEFORE_VALUE}('[^']*'|\d+(?:\.\d+)?(?![\w.]))",
-                             request, re.I))
+                             request, re.I)) or \
+        [m for m in re.finditer(r"\b(?!(?:named|called)\b)([A-Za-z]{3,}ed)\s+('[^']*')", request)
+         if _column_names(m.group(1)) != [m.group(1)]]  # "named 'x'" names no column
     if stated is None or len(stated[1]) != 1 or len(found) != 1:
         return None
     word, value = found[0].group(1), found[0].group(2)
@@ -440,11 +510,12 @@ def _promote(out: dict[str, Any], props: dict[str, Any], required: set[str], req
 
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "",
-                   written_only: bool = False, description: str = "") -> dict[str, Any]:
+                   written_only: bool = False, description: str = "", tables: Sequence[str] = ()) -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, the statements a SQL parameter takes
-    (`sql_pattern`), the values a required string's description lists as its only ones (`closed_choices`; the request
-    naming one of them anchors it first), and (given the request) every
+    (`sql_pattern`; `tables`, those its server holds, named by their rows alone too), the values a required string's
+    description lists as its only ones (`closed_choices`; the request naming one of them anchors it first), and (given
+    the request) every
     optional parameter the request mentions (`nexus.llm.parameters.mentioned`) made required, each required time
     zone, currency, clock time, date or file path taken from those the request states (`_stated_choices`), and each
     required top-level number taken from the numbers the request states, when it states any (optional numbers
@@ -554,7 +625,7 @@ def grammar_schema(schema: Mapping[str, Any], request: str | None = None, contex
                 "country" not in str(sub.get("description", "")).lower():
             sub["pattern"] = CITY_STATE_PATTERN
         elif kind == "string" and (sql := sql_pattern(str(sub.get("description", "")), request or "",
-                                                      description if is_sql_parameter(name, sub) else "")):
+                                                      description if is_sql_parameter(name, sub) else "", tables)):
             sub["pattern"] = sql
         elif kind in ("number", "integer") and numbers and name in written:  # required, or promoted: talked about
             low, high = sub.get("minimum", -math.inf), sub.get("maximum", math.inf)
@@ -750,10 +821,10 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
 
 
 def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None, context: str = "",
-                   written_only: bool = False, description: str = "") -> str:
+                   written_only: bool = False, description: str = "", tables: Sequence[str] = ()) -> str:
     """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content); with the request (and the
     earlier requests a follow-up leans on), built from `grammar_schema` (`description`: the tool's own)."""
-    shaped = grammar_schema(schema, request, context, written_only, description) if request is not None \
+    shaped = grammar_schema(schema, request, context, written_only, description, tables) if request is not None \
         else normalise_schema(schema)
     return _arguments_gbnf(json.dumps(shaped, sort_keys=False, ensure_ascii=False))
 

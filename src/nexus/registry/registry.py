@@ -125,6 +125,10 @@ class Registry:
         """The tools `origin` offers, as it named them (empty for an unknown source)."""
         return list(self._sources.get(origin, {}).values())
 
+    def tables(self) -> tuple[str, ...]:
+        """The tables the registry's servers said their databases hold (`Tool.tables`, learnt at connect time)."""
+        return tuple(dict.fromkeys(name for tool in self._by_key.values() for name in tool.tables))
+
     def content_hash(self) -> str:
         """One hash of every key and tool; computed once per change, not per call."""
         if self._hash is None:

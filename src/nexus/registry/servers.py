@@ -22,7 +22,7 @@ import logging
 import tempfile
 import time
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal, Mapping
 
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from nexus.errors import ServerError, ToolLoadError
 from nexus.registry.files import LoadedTools, read_json, read_tools
 from nexus.registry.registry import Registry, RegistryDiff
+from nexus.registry.tables import lists_tables, table_names, with_tables
 from nexus.registry.tool import Tool
 
 STARTUP_TIMEOUT_S = 30.0
@@ -411,7 +412,22 @@ class McpHub:
                         _reason(exc))
             mappings = await _raw_tool_pages(session, exc)
         # one bad tool (a broken schema, a hostile description, a name given twice) is left out, not the server
-        return read_tools(mappings, origin=name, where=f"MCP server {name!r}: tools/list")
+        return await self._learn_tables(name, session, read_tools(mappings, origin=name, where=f"MCP server {name!r}: tools/list"))
+
+    async def _learn_tables(self, name: str, session: Any, loaded: LoadedTools) -> LoadedTools:
+        """The tools with the tables their server's database holds, where one of them lists tables (`registry.tables`):
+        the lister is called once; one that fails or names none leaves the tools as they were."""
+        lister = next((tool for tool in loaded.tools if lists_tables(tool)), None)
+        if lister is None:
+            return loaded
+        try:
+            result = await session.call_tool(lister.name, {})
+            names = () if result.is_error else table_names(_result_text(result))
+        except Exception as exc:  # noqa: BLE001 - the tables are a help to routing, never a reason to lose the server
+            log.warning("MCP server %r: %s failed (%s); its tables stay unknown", name, lister.name, _reason(exc))
+            return loaded
+        log.info("MCP server %r: tables %s (from %s)", name, ", ".join(names) or "none", lister.name)
+        return replace(loaded, tools=with_tables(loaded.tools, names))
 
     def tools(self) -> list[Tool]:
         """Every tool of every server that loaded, in config order."""
