@@ -336,7 +336,7 @@ def test_rows_named_by_a_table_the_registry_learnt_get_the_tool_that_runs_sql():
     for tables in ((), ("notes",)):
         reg = Registry()
         reg.set_source("t", TOOLS)
-        reg.set_source("db", [replace(read, tables=tables)])
+        reg.set_source("db", [replace(read, tables=dict.fromkeys(tables, {}))])
         slb = SemanticLookasideBuffer(HashEmbedder())
         slb.sync(reg)
         assert "read_query" not in [h.key for h in slb.search(turn, k=1)]

@@ -603,3 +603,19 @@ def test_rows_named_by_a_table_their_server_holds_get_its_statement():
               "required": ["query"]}
     shaped = grammar_schema(schema, "Show me the note with the title 'Buy milk'.", description=read, tables=("notes",))
     assert shaped["properties"]["query"]["pattern"] == r"^SELECT \* FROM notes WHERE (title) = ('Buy milk')$"
+
+
+def test_a_row_statement_names_only_the_columns_its_table_has_when_the_server_said():
+    """"Change the title of the note 'Buy bread' to ..." finds the row by a column the request does not name; free, the
+    model had written `WHERE price = 'Buy bread'` (no such column). The server's describe_table gives notes' columns."""
+    from nexus.llm.grammars import sql_pattern
+
+    request, write = "Change the title of the note 'Buy bread' to 'Buy rye bread'.", "Execute an UPDATE query"
+    columns = {"id": "INTEGER", "title": "TEXT", "body": "TEXT"}
+    learnt = sql_pattern("SQL query to execute", request, write, {"notes": columns})
+    # a text finds the row by a text column (offered `id` too, the model wrote `WHERE id = 'Buy bread'`: no row)
+    assert learnt == "^UPDATE (notes) SET (title) = ('Buy rye bread') WHERE (title|body) = ('Buy bread')$"
+    number = sql_pattern("SQL query to execute", "Delete the note whose id is 3.", "Execute a DELETE query", {"notes": columns})
+    assert number == "^DELETE FROM (notes) WHERE (id) = (3)$"
+    unknown = sql_pattern("SQL query to execute", request, write, {"notes": {}})
+    assert unknown == "^UPDATE (notes) SET (title) = ('Buy rye bread') WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) = ('Buy bread')$"

@@ -208,7 +208,8 @@ def test_a_table_lister_gives_its_servers_tools_their_tables(fake: dict, answer:
     fake["env"] = {"FAKE_TABLES": answer}
     status = load({"mcpServers": {"db": fake}})["db"]
     assert status.ok and [t.name for t in status.tools] == ["tool_0", "tool_1", "list_tables"]
-    assert {t.tables for t in status.tools} == {tables}  # a lister that fails or names none changes nothing
+    # no tool describes a table here: the columns stay unknown; a lister that fails or names none changes nothing
+    assert all(t.tables == dict.fromkeys(tables, {}) for t in status.tools)
     registry = Registry()
     registry.set_source("db", status.tools)
     assert registry.tables() == tables
@@ -274,11 +275,12 @@ def test_installed_demo_servers_all_load(tmp_path: Path) -> None:
     assert {name: s.error for name, s in statuses.items() if not s.ok} == {}
     assert all(s.tools for s in statuses.values())
     # an empty database has no tables to learn; the demo's own, seeded, holds notes (the server's list_tables says so)
-    assert all(t.tables == () for s in statuses.values() for t in s.tools)
+    assert all(t.tables == {} for s in statuses.values() for t in s.tools)
     if "sqlite" in statuses:
         sqlite = demo_servers_config(SERVERS_DIR, prepare_workspace(tmp_path / "seeded"))["mcpServers"]["sqlite"]
         seeded = load({"mcpServers": {"sqlite": sqlite}}, timeout=20)["sqlite"]
-        assert {t.tables for t in seeded.tools} == {("notes",)}
+        # and its columns, from describe_table
+        assert all(t.tables == {"notes": {"id": "INTEGER", "title": "TEXT", "body": "TEXT"}} for t in seeded.tools)
 
 
 HTTP_SERVER = r"""

@@ -106,7 +106,8 @@ _TYPES = "(TEXT|INTEGER|REAL)"
 _SQL_FILLER = STOPWORDS | frozenset("without into called named new table tables column columns create make add".split())
 
 
-def sql_pattern(description: str, request: str = "", tool_description: str = "", tables: Sequence[str] = ()) -> str | None:
+def sql_pattern(description: str, request: str = "", tool_description: str = "",
+                tables: Mapping[str, Sequence[str]] | Sequence[str] = ()) -> str | None:
     """The pattern of a SQL parameter whose description names the statements it takes (None otherwise): the model
     wrote "books" for "CREATE TABLE SQL statement", which the server refuses ("Only CREATE TABLE statements are
     allowed"). Other statements stay free after their keyword (no quote or backslash: the grammar's JSON string). A
@@ -141,16 +142,48 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "",
     verb = re.match(rf"\W*(?:{IN_TABLE})?(?:please\s+)?(\w+)", request or "", re.I)
     asked = WRITE_VERBS.get(verb.group(1).lower()) if verb else None
     if asked and asked.split()[0] in kinds:
-        return _row_statement(asked, request, tables) or "^" + asked + ' [^"\\\\]*$'
+        return _with_columns(_row_statement(asked, request, tables), tables) or "^" + asked + ' [^"\\\\]*$'
     read = _read_statement(request, tables) if "SELECT" in kinds else None
     if read:
-        return read
+        return _with_columns(read, tables)
     if kinds != ["CREATE TABLE"]:
         return "^(" + "|".join(kinds) + ') [^"\\\\]*$'
     names = [w for w in dict.fromkeys(re.findall(_IDENTIFIER, request)) if w.lower() not in _SQL_FILLER]
     name = _one_of(names) if names else _IDENTIFIER
     column = f"{name} {_TYPES}"
     return f"^CREATE TABLE {name} \\({column}(, {column}){{0,{max(len(names) - 2, 0) if names else 15}}}\\)$"
+
+
+def _with_columns(pattern: str | None, tables: Mapping[str, Mapping[str, str]] | Sequence[str]) -> str | None:
+    r"""A row statement's pattern with its free column names (`_COLUMN`) narrowed to the columns of its table, where the
+    server said what they are (`Tool.tables`), and for a quoted text (a value compared with `=` or `LIKE`, or a row of
+    texts inserted) to its text columns (declared TEXT, CHAR or CLOB, or with no type): offered `id` too, the model
+    had written `WHERE id = 'Buy milk'`, which matches no row. Unchanged otherwise.
+
+    >>> notes = {"notes": {"id": "INTEGER", "title": "TEXT", "body": "TEXT"}}
+    >>> print(_with_columns(f"^DELETE FROM (notes) WHERE {_COLUMN} = ('x')$", notes))
+    ^DELETE FROM (notes) WHERE (title|body) = ('x')$
+    >>> print(_with_columns(f"^DELETE FROM (notes) WHERE {_COLUMN} = (2)$", notes))
+    ^DELETE FROM (notes) WHERE (id|title|body) = (2)$
+    >>> _with_columns(f"^DELETE FROM (notes) WHERE {_COLUMN} = ('x')$", {"notes": {}}) == f"^DELETE FROM (notes) WHERE {_COLUMN} = ('x')$"
+    True
+    """
+    if not pattern or not isinstance(tables, Mapping):
+        return pattern
+    named = [t for t, columns in tables.items() if columns and re.search(rf"(?:FROM|INTO|UPDATE) \(?{re.escape(t)}\b", pattern)]
+    if len(named) != 1:
+        return pattern
+    columns = tables[named[0]]
+    texts = [c for c, kind in columns.items() if not kind or re.search(r"TEXT|CHAR|CLOB", kind)] or list(columns)
+    inserted = re.search(r"VALUES \\\((.*)\\\)\$$", pattern)
+    out, at = [], 0
+    for found in re.finditer(re.escape(_COLUMN), pattern):
+        after = pattern[found.end():]
+        text = after.startswith((" = ('", " LIKE '")) or (not after.startswith(" = (") and inserted is not None
+                                                          and "'" in inserted.group(1) and not re.search(r"\(\d", inserted.group(1)))
+        out += [pattern[at:found.start()], _one_of(texts if text else list(columns))]
+        at = found.end()
+    return "".join(out) + pattern[at:]
 
 
 _ROW_FILLER = _SQL_FILLER | frozenset(WRITE_VERBS) | frozenset("row rows entry entries record records".split())
@@ -362,6 +395,10 @@ _MATCHING = tuple((re.compile(pattern, re.I), like) for pattern, like in (
     (rf"\b(?:whose|where|with)\s+{_OF_IT}(?P<column>[A-Za-z_]\w*)\s+ends?\s+with\s+{_VALUE}", "%{}"),
     (r"\b(?:have|has|with|mentions?|mentioning|contains?|containing)\s+(?:'(?P<quoted>[^']+)'|\"(?P<double>[^\"]+)\"|"
      rf"(?P<bare>[\w-]+))\s+in\s+{_OF_IT}(?P<column>[A-Za-z_]\w*)", "%{}%"),
+    # the text alone, no column ("Which of my notes mention 'Alice'?", held-out set 79 had looped): any column, those
+    # the server said its table has where it did (`_with_columns`)
+    (r"\b(?:mentions?|mentioning|contains?|containing)\s+(?:'(?P<quoted>[^']+)'|\"(?P<double>[^\"]+)\")"
+     r"(?!\s+in\b)", "%{}%"),
 ))
 _ORDERED = re.compile(rf"[,;]?\s*\b(?:sorted|ordered|order|sort)\s+(?:them\s+)?by\s+{_OF_IT}(?P<column>[A-Za-z_]\w*)"
                       r"(?:[,\s]+(?:in\s+)?(?P<down>desc\w*|reverse|newest\s+first)\b|[,\s]+(?:in\s+)?asc\w*\b)?", re.I)
@@ -375,6 +412,8 @@ def _read_matching(request: str, table: str) -> str | None:
     ^SELECT \* FROM notes WHERE title LIKE '%milk%'$
     >>> print(_read_matching("Which notes have 'Acme' in their body?", "notes"))
     ^SELECT \* FROM notes WHERE body LIKE '%Acme%'$
+    >>> print(_read_matching("Which of my notes mention 'Alice'?", "notes"))  # no column named: any
+    ^SELECT \* FROM notes WHERE ([A-Za-z][A-Za-z0-9_]{0,30}) LIKE '%Alice%'$
     >>> print(_read_matching("How many notes mention milk in their body?", "notes"))
     ^SELECT COUNT\(\*\) FROM notes WHERE body LIKE '%milk%'$
     >>> print(_read_matching("Find the notes whose title starts with 'Shop', sorted by id", "notes"))
@@ -391,9 +430,10 @@ def _read_matching(request: str, table: str) -> str | None:
         found = pattern.search(rest)
         if found is None:
             continue
-        column, value = found.group("column"), next(v for k, v in found.groupdict().items() if k != "column" and v)
-        if column.lower() in _ROW_FILLER | STOPWORDS or not _ROW_LITERAL.fullmatch(value):
+        column, value = found.groupdict().get("column"), next(v for k, v in found.groupdict().items() if k != "column" and v)
+        if (column and column.lower() in _ROW_FILLER | STOPWORDS) or not _ROW_LITERAL.fullmatch(value):
             return None
+        column = column or _COLUMN
         where = f" WHERE {column} LIKE '{like.format(value)}'"
         rest = rest[:found.start()] + " " + rest[found.end():]
         break
@@ -510,7 +550,8 @@ def _promote(out: dict[str, Any], props: dict[str, Any], required: set[str], req
 
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "",
-                   written_only: bool = False, description: str = "", tables: Sequence[str] = ()) -> dict[str, Any]:
+                   written_only: bool = False, description: str = "",
+                   tables: Mapping[str, Sequence[str]] | Sequence[str] = ()) -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, the statements a SQL parameter takes
     (`sql_pattern`; `tables`, those its server holds, named by their rows alone too), the values a required string's
@@ -821,7 +862,8 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
 
 
 def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None, context: str = "",
-                   written_only: bool = False, description: str = "", tables: Sequence[str] = ()) -> str:
+                   written_only: bool = False, description: str = "",
+                   tables: Mapping[str, Sequence[str]] | Sequence[str] = ()) -> str:
     """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content); with the request (and the
     earlier requests a follow-up leans on), built from `grammar_schema` (`description`: the tool's own)."""
     shaped = grammar_schema(schema, request, context, written_only, description, tables) if request is not None \

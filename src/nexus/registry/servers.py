@@ -31,13 +31,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from nexus.errors import ServerError, ToolLoadError
 from nexus.registry.files import LoadedTools, read_json, read_tools
 from nexus.registry.registry import Registry, RegistryDiff
-from nexus.registry.tables import lists_tables, table_names, with_tables
+from nexus.registry.tables import describes_table, listed, lists_tables, with_tables
 from nexus.registry.tool import Tool
 
 STARTUP_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 60.0
 log = logging.getLogger(__name__)
 MAX_PAGES = 1000  # a server that keeps handing out cursors is broken, not large
+MAX_DESCRIBED = 50  # tables whose columns are asked for at connect time; the rest keep any column name
 HTTP_KINDS = ("streamable-http", "http", "streamableHttp", "streamable_http")
 
 
@@ -420,14 +421,25 @@ class McpHub:
         lister = next((tool for tool in loaded.tools if lists_tables(tool)), None)
         if lister is None:
             return loaded
+        describer = next(((tool, key) for tool in loaded.tools if (key := describes_table(tool))), None)
+        tables: dict[str, dict[str, str]] = {}
         try:
-            result = await session.call_tool(lister.name, {})
-            names = () if result.is_error else table_names(_result_text(result))
+            for table in await self._listed(session, lister.name, {}):
+                # a describer that fails or names nothing leaves the table's columns unknown (any name)
+                tables[table] = await self._listed(session, describer[0].name, {describer[1]: table}) \
+                    if describer and len(tables) < MAX_DESCRIBED else {}
         except Exception as exc:  # noqa: BLE001 - the tables are a help to routing, never a reason to lose the server
-            log.warning("MCP server %r: %s failed (%s); its tables stay unknown", name, lister.name, _reason(exc))
+            log.warning("MCP server %r: learning its tables failed (%s); they stay unknown", name, _reason(exc))
             return loaded
-        log.info("MCP server %r: tables %s (from %s)", name, ", ".join(names) or "none", lister.name)
-        return replace(loaded, tools=with_tables(loaded.tools, names))
+        log.info("MCP server %r: tables %s (from %s)", name,
+                 "; ".join(f"{t} ({', '.join(c) or '?'})" for t, c in tables.items()) or "none", lister.name)
+        return replace(loaded, tools=with_tables(loaded.tools, tables))
+
+    @staticmethod
+    async def _listed(session: Any, tool: str, arguments: dict[str, Any]) -> dict[str, str]:
+        """The names a listing call answers with, and their declared types (`tables.listed`); {} for an error."""
+        result = await session.call_tool(tool, arguments)
+        return {} if result.is_error else listed(_result_text(result))
 
     def tools(self) -> list[Tool]:
         """Every tool of every server that loaded, in config order."""

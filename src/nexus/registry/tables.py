@@ -6,15 +6,23 @@ A server offers a *table lister* when one of its tools takes no parameters and s
 `list_tables`: "List all tables in the SQLite database"). Nexus calls it once at connect time (a listing changes
 nothing) and gives the names it returns to each of that server's tools (`Tool.tables`); a lister that fails or answers
 with no names leaves the tools as they were. Only names that look like identifiers are kept, at most `MAX_TABLES`, and
-SQLite's own (`sqlite_*`) are left out.
+SQLite's own (`sqlite_*`) are left out. Where the server also describes a table (a tool that takes one table name and
+says it gives its schema or columns: `describe_table`), each table's columns are learnt the same way, so a statement's
+grammar names only columns the table has (the model had written `WHERE note = 'Buy milk'` for "the note 'Buy milk'").
 
 >>> lister = Tool("list_tables", "List all tables in the SQLite database", {"type": "object", "properties": {}}, "db")
 >>> lists_tables(lister), lists_tables(Tool("list_directory", "List a folder", {"type": "object", "properties": {}}))
 (True, False)
->>> table_names("[{'name': 'notes'}, {'name': 'sqlite_sequence'}, {'name': 'tasks'}]")
-('notes', 'tasks')
->>> table_names('["users", "orders"]'), table_names("users\\norders\\n"), table_names("Error: no database")
-(('users', 'orders'), ('users', 'orders'), ())
+>>> listed("[{'name': 'notes'}, {'name': 'sqlite_sequence'}, {'name': 'tasks'}]")
+{'notes': '', 'tasks': ''}
+>>> list(listed('["users", "orders"]')), list(listed("users\\norders\\n")), listed("Error: no database")
+(['users', 'orders'], ['users', 'orders'], {})
+>>> describer = Tool("describe_table", "Get the schema information for a specific table", {"type": "object",
+...     "properties": {"table_name": {"type": "string"}}, "required": ["table_name"]}, "db")
+>>> describes_table(describer), describes_table(lister)
+('table_name', None)
+>>> listed("[{'cid': 0, 'name': 'id', 'type': 'INTEGER'}, {'cid': 1, 'name': 'title', 'type': 'text'}]")
+{'id': 'INTEGER', 'title': 'TEXT'}
 """
 
 from __future__ import annotations
@@ -23,12 +31,13 @@ import ast
 import json
 import re
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from nexus.registry.tool import Tool
 
 MAX_TABLES = 200
 _LISTS_TABLES = re.compile(r"\blists?\b.*\btables\b|^list_tables$", re.I)
+_DESCRIBES = re.compile(r"describe|\bschema\b|\bcolumns\b|\bstructure\b", re.I)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _NAME_KEYS = ("name", "table", "table_name", "tbl_name", "tablename")
 
@@ -41,9 +50,23 @@ def lists_tables(tool: Tool) -> bool:
     return bool(_LISTS_TABLES.search(tool.name) or _LISTS_TABLES.search(tool.description or ""))
 
 
-def table_names(text: str) -> tuple[str, ...]:
-    """The table names in a lister's answer: a JSON or Python list of names or of rows with a name field, else one
-    name per line; () when nothing in it looks like a list of names."""
+def describes_table(tool: Tool) -> str | None:
+    """The parameter a tool takes a table's name in, where that is all it takes and it says it describes the table
+    (its schema, columns or structure); else None."""
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    properties, required = schema.get("properties") or {}, schema.get("required") or []
+    if len(properties) != 1 or list(properties) != list(required):
+        return None
+    name = next(iter(properties))
+    if "table" not in name.lower() or (properties[name] or {}).get("type") != "string":
+        return None
+    return name if _DESCRIBES.search(f"{tool.name} {tool.description}") else None
+
+
+def listed(text: str) -> dict[str, str]:
+    """The names in a listing call's answer (tables, or a table's columns), each with the type its row declares ("" where
+    it declares none): a JSON or Python list of names or of rows with a name field, else one name per line; {} when
+    nothing in it looks like a list of names."""
     parsed: Any = None
     for parse in (json.loads, ast.literal_eval):
         try:
@@ -54,13 +77,18 @@ def table_names(text: str) -> tuple[str, ...]:
     if isinstance(parsed, dict):
         parsed = next((v for v in parsed.values() if isinstance(v, list)), [])
     if isinstance(parsed, list):
-        names = [_row_name(item) for item in parsed]
+        items = parsed
     elif parsed is None:
-        names = [line.strip() for line in (text or "").splitlines()]
+        items = [line.strip() for line in (text or "").splitlines()]
     else:
-        names = []
-    kept = [n for n in names if n and _IDENTIFIER.fullmatch(n) and not n.lower().startswith("sqlite_")]
-    return tuple(dict.fromkeys(kept))[:MAX_TABLES]
+        items = []
+    kept: dict[str, str] = {}
+    for item in items:
+        name = _row_name(item)
+        if name and _IDENTIFIER.fullmatch(name) and not name.lower().startswith("sqlite_") and len(kept) < MAX_TABLES:
+            declared = item.get("type") if isinstance(item, dict) else None
+            kept.setdefault(name, declared.strip().upper() if isinstance(declared, str) else "")
+    return kept
 
 
 def _row_name(item: Any) -> str | None:
@@ -74,6 +102,8 @@ def _row_name(item: Any) -> str | None:
     return None
 
 
-def with_tables(tools: Sequence[Tool], tables: Sequence[str]) -> list[Tool]:
-    """The tools with the tables of their server's database (unchanged when none were learnt)."""
-    return [replace(tool, tables=tuple(tables)) for tool in tools] if tables else list(tools)
+def with_tables(tools: Sequence[Tool], tables: Mapping[str, Mapping[str, str]]) -> list[Tool]:
+    """The tools with the tables of their server's database, each with its columns and their declared types ({} where
+    unknown); unchanged when none were learnt."""
+    learnt = {name: dict(columns) for name, columns in tables.items()}
+    return [replace(tool, tables=learnt) for tool in tools] if learnt else list(tools)

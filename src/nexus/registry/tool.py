@@ -52,9 +52,10 @@ class Tool:
     # parameters the set-up fills at call time, taken out of the schema the model sees (the demo pins mcp-server-git's
     # `repo_path`), with their values: a request that writes such a value has not written a path for the model to place
     pinned: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    # the tables its server's database holds, learnt at connect time from the server's table lister
-    # (`registry.tables`): routing reads "Show all notes ..." as rows of `notes`; not part of what the tool is
-    tables: tuple[str, ...] = field(default=(), hash=False, compare=False)
+    # the tables its server's database holds and their columns ({} where unknown), learnt at connect time from the
+    # server's table lister (`registry.tables`): routing reads "Show all notes ..." as rows of `notes`, and a statement's
+    # grammar names only their columns; not part of what the tool is
+    tables: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False, compare=False)  # column -> type
 
     @cached_property
     def content_hash(self) -> str:
