@@ -594,14 +594,14 @@ def test_rows_named_by_a_table_their_server_holds_get_its_statement():
     from nexus.llm.grammars import sql_pattern
 
     read, write = "Execute a SELECT query on the SQLite database", "Execute an INSERT, UPDATE, or DELETE query"
-    assert sql_pattern("SQL query to execute", "How many notes are there?", read, ("notes",)) == \
+    assert sql_pattern("SQL query to execute", "How many notes are there?", read, {"notes": {}}) == \
         r"^SELECT COUNT\(\*\) FROM notes$"
     assert sql_pattern("SQL query to execute", "How many notes are there?", read) == '^(SELECT) [^"\\\\]*$'
-    assert sql_pattern("SQL query to execute", "Delete every note whose title is 'Old'.", write, ("notes",)) == \
+    assert sql_pattern("SQL query to execute", "Delete every note whose title is 'Old'.", write, {"notes": {}}) == \
         "^DELETE FROM (notes) WHERE (title) = ('Old')$"
     schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}},
               "required": ["query"]}
-    shaped = grammar_schema(schema, "Show me the note with the title 'Buy milk'.", description=read, tables=("notes",))
+    shaped = grammar_schema(schema, "Show me the note with the title 'Buy milk'.", description=read, tables={"notes": {}})
     assert shaped["properties"]["query"]["pattern"] == r"^SELECT \* FROM notes WHERE (title) = ('Buy milk')$"
 
 

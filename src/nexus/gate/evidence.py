@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from text_to_num import alpha2digit
 
@@ -234,7 +234,8 @@ WRITE_VERBS = {"insert": "INSERT INTO", "add": "INSERT INTO", "put": "INSERT INT
                "remove": "DELETE FROM", "update": "UPDATE", "change": "UPDATE", "set": "UPDATE"}
 # an order may open with the table it is about: "In the notes table, add a note titled 'Dentist' …" (held-out set 77)
 IN_TABLE = r"in\s+(?:the\s+|my\s+)?[\w-]+\s+table\s*,?\s*"
-_WRITE_WORDS = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b.*(?:{_TABLE}|{_ROWS_IN_DB}|{_ROW_OF})"
+_WRITE_START = rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b"
+_WRITE_WORDS = re.compile(rf"{_WRITE_START}.*(?:{_TABLE}|{_ROWS_IN_DB}|{_ROW_OF})"
                           rf"|^\W*{IN_TABLE}(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b", re.I)
 # "Insert a note … into notes.": SQL's own INSERT INTO, the table a bare name ending the request (held-out set 57 had
 # written the note to a file); a file (an extension) or a folder, document or graph is no table
@@ -245,7 +246,6 @@ _READ_START = (r"^\W*(?:(?:can|could|would)\s+you\s+)?(?:please\s+)?(?:how\s+man
                r"select|give\s+me|tell\s+me|what|which|who|pull|grab|retrieve|return|display|print|dump|read|"
                r"look\s+up|query)\b")
 _READ_WORDS = re.compile(rf"{_READ_START}.*(?:{_TABLE}|{_ROWS_IN_DB}|{_ROW_OF})", re.I)
-_WRITE_START = re.compile(rf"^\W*(?:please\s+)?(?:{'|'.join(WRITE_VERBS)})\b", re.I)
 # a request about something else that a table's name can also mean: a file (an extension), folder, repository or the
 # knowledge graph ("Add a note to notes.txt", "Search my knowledge graph for notes about Alice")
 _ELSEWHERE = re.compile(r"\w\.[A-Za-z]\w{0,4}\b|\b(?:files?|folders?|director(?:y|ies)|graph|knowledge|memory|repo|"
@@ -255,7 +255,7 @@ _ABOUT_SCHEMA = re.compile(r"\b(columns?|schema|structure|fields?|describe|defin
                            r"layout)\b|\btables?\s+looks?\s+like\b", re.I)
 
 
-def bare_table(text: str, tables: Sequence[str] = ()) -> str | None:
+def bare_table(text: str, tables: Collection[str] = ()) -> str | None:
     """The table of `tables` (those the registry's servers hold, `Tool.tables`) a request names by its rows alone, in
     the singular or the plural ("Show all notes whose title mentions Alice", "Delete note 3": notes); None when it names
     none, or also names a file, folder, repository or the knowledge graph, which the word may mean instead.
@@ -275,7 +275,7 @@ def bare_table(text: str, tables: Sequence[str] = ()) -> str | None:
     return None
 
 
-def sql_in_words(text: str, tables: Sequence[str] = ()) -> str | None:
+def sql_in_words(text: str, tables: Collection[str] = ()) -> str | None:
     """The kind of statement a request asks for in words about a named table: "write" (insert / add / delete / remove /
     update … a table), "read" (how many / list / show / what … a table); None for a question about a table's columns or
     the tables themselves, for a new table, and for a request that names no table.
@@ -312,10 +312,10 @@ def sql_in_words(text: str, tables: Sequence[str] = ()) -> str | None:
         return "read"
     if bare_table(text, tables) is None:
         return None
-    return "write" if _WRITE_START.search(text) else "read" if re.search(_READ_START, text, re.I) else None
+    return "write" if re.search(_WRITE_START, text, re.I) else "read" if re.search(_READ_START, text, re.I) else None
 
 
-def named_table(text: str, tables: Sequence[str] = ()) -> str | None:
+def named_table(text: str, tables: Collection[str] = ()) -> str | None:
     """The table a request names ("the books table", "table notes"; of `tables`, those the registry's servers hold,
     also by its rows alone: `bare_table`), else None.
 
@@ -347,7 +347,7 @@ def rows_table(text: str) -> str | None:
     return kind if kind.endswith("s") else kind + "s"
 
 
-def asked_sql(text: str, tables: Sequence[str] = ()) -> str | None:
+def asked_sql(text: str, tables: Collection[str] = ()) -> str | None:
     """The kind of SQL statement a request writes out (`stated_sql`) or asks for in words (`sql_in_words`)."""
     return stated_sql(text) or sql_in_words(text, tables)
 
@@ -612,7 +612,7 @@ class TurnEvidence:
     edit: bool = False
 
     @classmethod
-    def of(cls, turn: str, tables: Sequence[str] = ()) -> "TurnEvidence":
+    def of(cls, turn: str, tables: Collection[str] = ()) -> "TurnEvidence":
         """`tables`: those the registry's servers hold (`Registry.tables`), so rows named by their table alone count."""
         return cls(stated_expression(turn) is not None, asked_sql(turn, tables), bool(stated_path_list(turn)), asks_memory(turn),
                    asks_to_keep(turn), asks_to_forget(turn), asks_folder_contents(turn), asks_file_edit(turn))

@@ -107,7 +107,7 @@ _SQL_FILLER = STOPWORDS | frozenset("without into called named new table tables 
 
 
 def sql_pattern(description: str, request: str = "", tool_description: str = "",
-                tables: Mapping[str, Sequence[str]] | Sequence[str] = ()) -> str | None:
+                tables: Mapping[str, Mapping[str, str]] = {}) -> str | None:
     """The pattern of a SQL parameter whose description names the statements it takes (None otherwise): the model
     wrote "books" for "CREATE TABLE SQL statement", which the server refuses ("Only CREATE TABLE statements are
     allowed"). Other statements stay free after their keyword (no quote or backslash: the grammar's JSON string). A
@@ -154,7 +154,7 @@ def sql_pattern(description: str, request: str = "", tool_description: str = "",
     return f"^CREATE TABLE {name} \\({column}(, {column}){{0,{max(len(names) - 2, 0) if names else 15}}}\\)$"
 
 
-def _with_columns(pattern: str | None, tables: Mapping[str, Mapping[str, str]] | Sequence[str]) -> str | None:
+def _with_columns(pattern: str | None, tables: Mapping[str, Mapping[str, str]]) -> str | None:
     r"""A row statement's pattern with its free column names (`_COLUMN`) narrowed to the columns of its table, where the
     server said what they are (`Tool.tables`), and for a quoted text (a value compared with `=` or `LIKE`, or a row of
     texts inserted) to its text columns (declared TEXT, CHAR or CLOB, or with no type): offered `id` too, the model
@@ -165,23 +165,26 @@ def _with_columns(pattern: str | None, tables: Mapping[str, Mapping[str, str]] |
     ^DELETE FROM (notes) WHERE (title|body) = ('x')$
     >>> print(_with_columns(f"^DELETE FROM (notes) WHERE {_COLUMN} = (2)$", notes))
     ^DELETE FROM (notes) WHERE (id|title|body) = (2)$
+    >>> print(_with_columns(f"^INSERT INTO (notes) \\({_COLUMN}\\) VALUES \\(('x')\\)$", notes))
+    ^INSERT INTO (notes) \((title|body)\) VALUES \(('x')\)$
     >>> _with_columns(f"^DELETE FROM (notes) WHERE {_COLUMN} = ('x')$", {"notes": {}}) == f"^DELETE FROM (notes) WHERE {_COLUMN} = ('x')$"
     True
     """
-    if not pattern or not isinstance(tables, Mapping):
+    if not pattern:
         return pattern
     named = [t for t, columns in tables.items() if columns and re.search(rf"(?:FROM|INTO|UPDATE) \(?{re.escape(t)}\b", pattern)]
     if len(named) != 1:
         return pattern
-    columns = tables[named[0]]
-    texts = [c for c, kind in columns.items() if not kind or re.search(r"TEXT|CHAR|CLOB", kind)] or list(columns)
-    inserted = re.search(r"VALUES \\\((.*)\\\)\$$", pattern)
+    columns = list(tables[named[0]])
+    texts = [c for c, kind in tables[named[0]].items() if not kind or re.search(r"TEXT|CHAR|CLOB", kind)] or columns
+    inserted = re.search(r"VALUES \\\((.*)\\\)\$$", pattern)  # an INSERT's values: texts only, or not
+    inserts_texts = inserted is not None and "'" in inserted.group(1) and not re.search(r"\(\d", inserted.group(1))
     out, at = [], 0
     for found in re.finditer(re.escape(_COLUMN), pattern):
         after = pattern[found.end():]
-        text = after.startswith((" = ('", " LIKE '")) or (not after.startswith(" = (") and inserted is not None
-                                                          and "'" in inserted.group(1) and not re.search(r"\(\d", inserted.group(1)))
-        out += [pattern[at:found.start()], _one_of(texts if text else list(columns))]
+        compared = after.startswith((" = (", " LIKE "))  # a WHERE or SET column: the value right after it tells
+        text = after.startswith((" = ('", " LIKE '")) if compared else inserts_texts
+        out += [pattern[at:found.start()], _one_of(texts if text else columns)]
         at = found.end()
     return "".join(out) + pattern[at:]
 
@@ -208,7 +211,7 @@ def _row_values(request: str) -> tuple[str, list[str]] | None:
     return bare, list(dict.fromkeys([f"'{q}'" for q in quoted] + re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)", bare)))
 
 
-def _row_statement(asked: str, request: str, tables: Sequence[str] = ()) -> str | None:
+def _row_statement(asked: str, request: str, tables: Mapping[str, Mapping[str, str]] = {}) -> str | None:
     r"""An INSERT, UPDATE or DELETE asked for in words, as a pattern built from the request: the table it names, else
     its words or their plurals ("the note with id 2" is in table notes); a column the word written before a value, else
     any short name; the values among what it quotes and its numbers, as many values as columns; an UPDATE and a DELETE
@@ -351,7 +354,7 @@ _FILTERED = re.compile(r"\b(where|whose|with|without|containing|contains?|about|
                        r"newest|oldest|latest|recent|first|last|top|most|least|alphabetical\w*|only|between|before|after)\b", re.I)
 
 
-def _read_statement(request: str, tables: Sequence[str] = ()) -> str | None:
+def _read_statement(request: str, tables: Mapping[str, Mapping[str, str]] = {}) -> str | None:
     r"""A read asked for in words about a named table that states no value and asks for no filter or order, as the one
     statement it can be: every row, or their count for "how many" (with one value in one column: `_read_where`). Free,
     the model wrote "SELECT * FROM notes WHERE name = 'notes'" for "How many rows are in the notes table?" (the server
@@ -380,8 +383,13 @@ def _read_statement(request: str, tables: Sequence[str] = ()) -> str | None:
         return _read_where(request, table)
     if _FILTERED.search(request.replace(f"{table} table", " ")):
         return None
+    return _select(request, table)
+
+
+def _select(request: str, table: str, clauses: str = "") -> str:
+    """The pattern of a read of `table`'s rows, or of their count when the request asks how many, then `clauses`."""
     count = re.search(r"\bhow\s+many\b|\bcount\b|\bnumber\s+of\b", request, re.I)
-    return "^SELECT " + (r"COUNT\(\*\)" if count else r"\*") + f" FROM {table}$"
+    return "^SELECT " + (r"COUNT\(\*\)" if count else r"\*") + f" FROM {table}{clauses}$"
 
 
 _VALUE = r"(?:'(?P<quoted>[^']+)'|\"(?P<double>[^\"]+)\"|(?P<word>(?-i:[A-Z])[\w-]*))"  # quoted, or a capitalised word
@@ -447,8 +455,7 @@ def _read_matching(request: str, table: str) -> str | None:
     if not (where or order) or re.search(r"'[^']*'|\"[^\"]*\"|\d|\bby\b", rest) or \
             _FILTERED.search(re.sub(r"^\W*\w+", " ", rest).replace(f"{table} table", " ")):
         return None
-    count = re.search(r"\bhow\s+many\b|\bcount\b|\bnumber\s+of\b", request, re.I)
-    return "^SELECT " + (r"COUNT\(\*\)" if count else r"\*") + f" FROM {table}{where}{order}$"
+    return _select(request, table, where + order)
 
 
 def _read_where(request: str, table: str) -> str | None:
@@ -551,7 +558,7 @@ def _promote(out: dict[str, Any], props: dict[str, Any], required: set[str], req
 
 def grammar_schema(schema: Mapping[str, Any], request: str | None = None, context: str = "",
                    written_only: bool = False, description: str = "",
-                   tables: Mapping[str, Sequence[str]] | Sequence[str] = ()) -> dict[str, Any]:
+                   tables: Mapping[str, Mapping[str, str]] = {}) -> dict[str, Any]:
     """The schema the grammar is built from: `normalise_schema`, plus what a small model cannot be trusted to
     follow from the description alone — a 'City, State' format as a pattern, the statements a SQL parameter takes
     (`sql_pattern`; `tables`, those its server holds, named by their rows alone too), the values a required string's
@@ -863,7 +870,7 @@ def _stated_choices(name: str, schema: Mapping[str, Any], request: str) -> list[
 
 def arguments_gbnf(schema: Mapping[str, Any], request: str | None = None, context: str = "",
                    written_only: bool = False, description: str = "",
-                   tables: Mapping[str, Sequence[str]] | Sequence[str] = ()) -> str:
+                   tables: Mapping[str, Mapping[str, str]] = {}) -> str:
     """GBNF for `" " + <JSON arguments conforming to schema>` (cached by schema content); with the request (and the
     earlier requests a follow-up leans on), built from `grammar_schema` (`description`: the tool's own)."""
     shaped = grammar_schema(schema, request, context, written_only, description, tables) if request is not None \

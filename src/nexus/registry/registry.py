@@ -40,6 +40,7 @@ class Registry:
     _by_key: dict[str, Tool] = field(default_factory=dict)
     _source_of: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     _hash: str | None = field(default=None, repr=False, compare=False)
+    _tables: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     def set_source(self, origin: str, tools: Iterable[Tool]) -> RegistryDiff:
         """Replace everything from `origin` with `tools` and return what changed (by key and hash)."""
@@ -71,7 +72,7 @@ class Registry:
                 key = name if len(owners[name]) == 1 else f"{origin}.{name}"
                 self._by_key[key] = tool
                 self._source_of[key] = origin
-        self._hash = None
+        self._hash = self._tables = None
 
     def _diff(self, before: dict[str, str]) -> RegistryDiff:
         after = {k: t.content_hash for k, t in self._by_key.items()}
@@ -126,8 +127,11 @@ class Registry:
         return list(self._sources.get(origin, {}).values())
 
     def tables(self) -> tuple[str, ...]:
-        """The tables the registry's servers said their databases hold (`Tool.tables`, learnt at connect time)."""
-        return tuple(dict.fromkeys(name for tool in self._by_key.values() for name in tool.tables))
+        """The tables the registry's servers said their databases hold (`Tool.tables`, learnt at connect time);
+        computed once per change, not per turn."""
+        if self._tables is None:
+            self._tables = tuple(dict.fromkeys(name for tool in self._by_key.values() for name in tool.tables))
+        return self._tables
 
     def content_hash(self) -> str:
         """One hash of every key and tool; computed once per change, not per call."""

@@ -5,7 +5,7 @@ and no tool description says what the database holds).
 A server offers a *table lister* when one of its tools takes no parameters and says it lists tables (mcp-server-sqlite's
 `list_tables`: "List all tables in the SQLite database"). Nexus calls it once at connect time (a listing changes
 nothing) and gives the names it returns to each of that server's tools (`Tool.tables`); a lister that fails or answers
-with no names leaves the tools as they were. Only names that look like identifiers are kept, at most `MAX_TABLES`, and
+with no names leaves the tools as they were. Only names that look like identifiers are kept, at most `MAX_NAMES`, and
 SQLite's own (`sqlite_*`) are left out. Where the server also describes a table (a tool that takes one table name and
 says it gives its schema or columns: `describe_table`), each table's columns are learnt the same way, so a statement's
 grammar names only columns the table has (the model had written `WHERE note = 'Buy milk'` for "the note 'Buy milk'").
@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from nexus.registry.tool import Tool
 
-MAX_TABLES = 200
+MAX_NAMES = 200  # names kept from one listing: tables, or one table's columns
 _LISTS_TABLES = re.compile(r"\blists?\b.*\btables\b|^list_tables$", re.I)
 _DESCRIBES = re.compile(r"describe|\bschema\b|\bcolumns\b|\bstructure\b", re.I)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -44,8 +44,7 @@ _NAME_KEYS = ("name", "table", "table_name", "tbl_name", "tablename")
 
 def lists_tables(tool: Tool) -> bool:
     """Whether `tool` takes no parameters and says (in its name or description) that it lists tables."""
-    properties = tool.input_schema.get("properties") if isinstance(tool.input_schema, dict) else None
-    if properties or tool.input_schema.get("required"):
+    if tool.input_schema.get("properties") or tool.input_schema.get("required"):
         return False
     return bool(_LISTS_TABLES.search(tool.name) or _LISTS_TABLES.search(tool.description or ""))
 
@@ -53,8 +52,7 @@ def lists_tables(tool: Tool) -> bool:
 def describes_table(tool: Tool) -> str | None:
     """The parameter a tool takes a table's name in, where that is all it takes and it says it describes the table
     (its schema, columns or structure); else None."""
-    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-    properties, required = schema.get("properties") or {}, schema.get("required") or []
+    properties, required = tool.input_schema.get("properties") or {}, tool.input_schema.get("required") or []
     if len(properties) != 1 or list(properties) != list(required):
         return None
     name = next(iter(properties))
@@ -85,7 +83,7 @@ def listed(text: str) -> dict[str, str]:
     kept: dict[str, str] = {}
     for item in items:
         name = _row_name(item)
-        if name and _IDENTIFIER.fullmatch(name) and not name.lower().startswith("sqlite_") and len(kept) < MAX_TABLES:
+        if name and _IDENTIFIER.fullmatch(name) and not name.lower().startswith("sqlite_") and len(kept) < MAX_NAMES:
             declared = item.get("type") if isinstance(item, dict) else None
             kept.setdefault(name, declared.strip().upper() if isinstance(declared, str) else "")
     return kept
