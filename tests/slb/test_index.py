@@ -139,6 +139,21 @@ def test_forget_queries_makes_the_next_lookup_embed_again():
     assert Counting.calls == 2
 
 
+def test_a_full_query_memo_never_drops_a_text_it_is_about_to_return(monkeypatch):
+    """The oldest remembered text, asked again beside a new one when the memo is full, comes back (it was evicted
+    between the lookup and the answer: a KeyError on a long benchmark run) and is then the newest."""
+    import nexus.slb.index as index
+
+    monkeypatch.setattr(index, "QUERY_MEMO", 3)
+    slb = SemanticLookasideBuffer(HashEmbedder())
+    slb.sync(registry_of())
+    for text in ("a", "b", "c"):
+        slb.embed_queries([text])
+    vectors = slb.embed_queries(["a", "new one", "a"])
+    assert np.allclose(vectors[0], HashEmbedder().embed(["a"])[0]) and np.allclose(vectors[0], vectors[2])
+    assert list(slb._queries) == ["c", "a", "new one"]
+
+
 def test_bfloat16_embeddings_agree_with_float32_and_are_never_mixed_with_them(minilm):
     """The embedder's bf16 compute (`NEXUS_EMBEDDER_PRECISION`) keeps the vectors and the ranking; an SLB that
     adopts float32 rows embeds them again at bf16 rather than mixing the two in one table."""

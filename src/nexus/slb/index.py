@@ -81,18 +81,19 @@ class SemanticLookasideBuffer:
         are remembered, so every stage of one turn (the lookup, the gate's follow-up context, each request of a
         several-request turn, the fallback order) reuses one embedding instead of embedding the turn again."""
         with self._queries_lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
+            found = {t: self._queries[t] for t in dict.fromkeys(texts) if t in self._queries}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
-            vectors = self.embedder.embed(missing)
-            with self._queries_lock:
-                for text, vec in zip(missing, vectors):
-                    self._queries[text] = vec
-                while len(self._queries) > max(QUERY_MEMO, len(texts)):
-                    self._queries.popitem(last=False)
+            found.update(zip(missing, self.embedder.embed(missing)))
         with self._queries_lock:
-            for text in texts:
+            # this call's texts become the newest, then the oldest others go: a text read from the memo above is
+            # never evicted between the lookup and the answer (nor by another thread's turn in between)
+            for text, vec in found.items():
+                self._queries[text] = vec
                 self._queries.move_to_end(text)
-            return np.stack([self._queries[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.float32)
+            while len(self._queries) > max(QUERY_MEMO, len(found)):
+                self._queries.popitem(last=False)
+        return np.stack([found[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.float32)
 
     def forget_queries(self) -> None:
         """Empty the query memo, so the next lookup of any text embeds it again (a benchmark timing each path
