@@ -29,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
@@ -268,11 +269,17 @@ def bare_table(text: str, tables: Collection[str] = ()) -> str | None:
     """
     if not tables or _ELSEWHERE.search(text or ""):
         return None
-    for table in tables:
-        forms = {table, table[:-1]} if table.lower().endswith("s") and len(table) > 2 else {table, table + "s"}
-        if re.search(rf"(?<![\w./-])(?:{'|'.join(re.escape(f) for f in forms)})(?![\w-])", text or "", re.I):
-            return table
-    return None
+    return next((table for table, pattern in _table_patterns(tuple(tables)) if pattern.search(text or "")), None)
+
+
+@functools.lru_cache(maxsize=8)
+def _table_patterns(tables: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each table's name in the singular and the plural, compiled once per set of tables (`Registry.tables` changes
+    only with the registry), not on every turn."""
+    def forms(table: str) -> set[str]:
+        return {table, table[:-1]} if table.lower().endswith("s") and len(table) > 2 else {table, table + "s"}
+    return tuple((table, re.compile(rf"(?<![\w./-])(?:{'|'.join(re.escape(f) for f in forms(table))})(?![\w-])", re.I))
+                 for table in tables)
 
 
 def sql_in_words(text: str, tables: Collection[str] = ()) -> str | None:

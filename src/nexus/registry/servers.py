@@ -426,8 +426,8 @@ class McpHub:
         try:
             for table in await self._listed(session, lister.name, {}):
                 # a describer that fails or names nothing leaves the table's columns unknown (any name)
-                tables[table] = await self._listed(session, describer[0].name, {describer[1]: table}) \
-                    if describer and len(tables) < MAX_DESCRIBED else {}
+                described = describer is not None and len(tables) < MAX_DESCRIBED
+                tables[table] = await self._listed(session, describer[0].name, {describer[1]: table}) if described else {}
         except Exception as exc:  # noqa: BLE001 - the tables are a help to routing, never a reason to lose the server
             log.warning("MCP server %r: learning its tables failed (%s); they stay unknown", name, _reason(exc))
             return loaded

@@ -80,9 +80,10 @@ class SemanticLookasideBuffer:
         """Vectors of query texts: the ones not seen lately are embedded in one batch, and the last `QUERY_MEMO`
         are remembered, so every stage of one turn (the lookup, the gate's follow-up context, each request of a
         several-request turn, the fallback order) reuses one embedding instead of embedding the turn again."""
+        unique = list(dict.fromkeys(texts))
         with self._queries_lock:
-            found = {t: self._queries[t] for t in dict.fromkeys(texts) if t in self._queries}
-        missing = [t for t in dict.fromkeys(texts) if t not in found]
+            found = {t: self._queries[t] for t in unique if t in self._queries}
+        missing = [t for t in unique if t not in found]
         if missing:
             found.update(zip(missing, self.embedder.embed(missing)))
         with self._queries_lock:
