@@ -267,9 +267,10 @@ def bare_table(text: str, tables: Collection[str] = ()) -> str | None:
     >>> bare_table("Show all notes", ()), bare_table("Show all denotes", ("notes",))
     (None, None)
     """
-    if not tables or _ELSEWHERE.search(text or ""):
+    text = text or ""
+    if not tables or _ELSEWHERE.search(text):
         return None
-    return next((table for table, pattern in _table_patterns(tuple(tables)) if pattern.search(text or "")), None)
+    return next((table for table, pattern in _table_patterns(tuple(tables)) if pattern.search(text)), None)
 
 
 @functools.lru_cache(maxsize=8)
