@@ -150,6 +150,20 @@ def test_a_registry_within_k_is_scored_by_the_gate_on_a_second_thread_while_the_
     assert gate.prescored == [] and gate.given == [None]
 
 
+class SkippingGate(PrescoringGate):
+    """A PrescoringGate with a cascade (`BoundaryGate.may_skip`): it must be handed the embedded turn first."""
+
+    def may_skip(self) -> bool:
+        return True
+
+
+def test_a_gate_that_may_skip_the_cross_encoder_is_not_scored_ahead(parts):
+    registry, slb = parts
+    gate = SkippingGate(Action.SHORTLIST)
+    decision, _, _ = Router(registry, slb, gate, ScriptedBackend(), k=3).decide("what is the current time in Tokyo")
+    assert gate.prescored == [] and gate.given == [None] and decision.action is Action.SHORTLIST
+
+
 def test_routing_reads_a_path_as_its_kind_and_the_llm_reads_it_as_written():
     registry = Registry()
     registry.set_source("fs", [

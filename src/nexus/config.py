@@ -56,6 +56,15 @@ class GateSettings(BaseSettings):
     threads: int = Field(1, description="torch CPU threads for the cross-encoder at inference (1: beside the LLM on a 2-core machine two threads oversubscribe and run several times slower)")
     train_threads: int | None = Field(None, description="torch CPU threads for `nexus gate train` (default: every core; 2 threads train 1.7x faster than 1 on 2 idle cores)")
     decision_log: Path | None = Field(None, description="append every decision as JSON Lines here")
+    # sure_top / sure_margin: chosen on dev splits D1-D3 at N=10 (90 tool + 90 no-tool turns each, tools disjoint from T;
+    # docs/history.md, session 45): the pair on a 0.025 grid that skips the most turns while every split's skipped turns
+    # stay >= 0.99 right (no-tool turns counted as errors), ties to the larger margin: 104 turns, all right. sure_p is
+    # (104 + 1) / (104 + 2), the rule of succession (the dev precision without claiming it is exactly 1)
+    sure: bool = Field(True, description="on a registry within k, ROUTE a turn the SLB is sure of without the cross-encoder "
+                       "(NEXUS_GATE_SURE=off: the cross-encoder reads every turn)")
+    sure_top: float = Field(0.80, description="the SLB top score a sure turn needs")
+    sure_margin: float = Field(0.20, description="the SLB margin (top minus second score) a sure turn also needs")
+    sure_p: float = Field(0.9906, ge=0.0, le=1.0, description="the p_top1 a sure ROUTE reports: its precision on the dev splits")
     rank: Literal["slb", "fused"] = Field("slb", description="how calibration orders the candidates: by the SLB's score "
                                           "(chosen on dev: the cross-encoder cost top-1 on registries it never saw) | "
                                           "fused with the cross-encoder's logit")
@@ -63,6 +72,12 @@ class GateSettings(BaseSettings):
     def training_threads(self) -> int:
         """Torch threads for training: `train_threads`, else every core."""
         return self.train_threads or os.cpu_count() or 1
+
+    def sure_route(self):
+        """The gate's cascade (`nexus.gate.gate.SureRoute`), or None when it is off (`sure`)."""
+        from nexus.gate.gate import SureRoute
+
+        return SureRoute(self.sure_top, self.sure_margin, self.sure_p) if self.sure else None
 
 
 class ServeSettings(BaseSettings):

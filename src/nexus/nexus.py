@@ -28,7 +28,7 @@ import logging
 import threading
 from collections import OrderedDict
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
@@ -298,8 +298,8 @@ class Nexus:
         decision, slb_ms, gate_ms = view.router.decide(conversation.turn, conversation.history)
         reason = _reason(decision, conversation)
         if overrides.top_k is not None and decision.action is Action.SHORTLIST and len(decision.candidates) > overrides.top_k:
-            decision = Decision(decision.action, decision.candidates[: overrides.top_k], decision.p_top1, decision.p_no_tool,
-                                decision.scores[: overrides.top_k], decision.gate_ms)
+            decision = replace(decision, candidates=decision.candidates[: overrides.top_k],
+                               scores=decision.scores[: overrides.top_k])
             reason += f"; shortlist cut to nexus.top_k={overrides.top_k}"
         ranked: tuple[str, ...] = ()
         if decision.action is Action.FALLBACK:  # every tool, best first (the turn's vector is remembered)
@@ -461,6 +461,8 @@ def _reason(decision: Decision, conversation: Conversation) -> str:
         Action.FALLBACK: "every tool: the gate could not narrow this turn safely",
         Action.NO_TOOL: f"no tool: p_no_tool={d.p_no_tool:.3f} cleared the NO_TOOL threshold",
     }[d.action]
+    if d.slb_sure:
+        text = "one tool: the SLB's top score and margin were sure enough to route without the cross-encoder"
     return text + context
 
 

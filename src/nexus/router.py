@@ -167,7 +167,8 @@ class Router:
         When every tool of the registry is a candidate anyway (no more tools than the gate's k), the gate's
         cross-encoder reads them on a second thread while the turn is embedded (`Prescored`): the same pairs in
         one batch, so the same decision, with the two models on the two cores instead of one after the other.
-        The gate ms then count only what was left after the lookup."""
+        The gate ms then count only what was left after the lookup. A gate with a `SureRoute` cascade instead
+        embeds first and runs the cross-encoder only on turns the SLB is not sure of."""
         if not turn.strip():  # a blank turn asks for nothing: it never borrows the turn before it for a tool
             return Decision(Action.NO_TOOL, (), 0.0, 1.0), 0.0, 0.0
         start = time.perf_counter()
@@ -188,8 +189,11 @@ class Router:
 
     def _prescore(self, text: str) -> "Future[Any] | None":
         """The gate's scores of `text` against every tool, started on the router's worker thread, where the
-        registry is within k and the gate can score ahead (`BoundaryGate.prescore`); else None."""
-        if not hasattr(self.gate, "prescore") or not 0 < len(self.slb) <= self.k:
+        registry is within k and the gate can score ahead (`BoundaryGate.prescore`); else None. Also None where the
+        gate may skip the cross-encoder on a sure turn (`SureRoute`): it then scores after the embedding, on both
+        cores, only when the turn is not sure."""
+        may_skip = getattr(self.gate, "may_skip", None)
+        if not hasattr(self.gate, "prescore") or not 0 < len(self.slb) <= self.k or (may_skip is not None and may_skip()):
             return None
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-gate")

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from nexus.gate import Action, BoundaryGate, GateModel, GateModelError, contextual_turn, is_follow_up
-from nexus.gate.gate import Prescored
+from nexus.gate.gate import Prescored, SureRoute
 from nexus.gate.cross_encoder import FakePairScorer
 from nexus.gate.probabilities import GateCalibration, Thresholds
 from nexus.registry import Registry, Tool
@@ -360,3 +360,68 @@ def test_a_short_order_with_its_own_object_is_not_a_follow_up():
 
     assert not is_follow_up("List my branches.") and not is_follow_up("Show all tables")
     assert is_follow_up("Show more.") and is_follow_up("Delete that one.") and is_follow_up("List them.")
+
+
+class CountingScorer(FakePairScorer):
+    """FakePairScorer that counts the pairs it scored."""
+
+    def __init__(self):
+        self.pairs = 0
+
+    def score(self, turns, docs, keep=True):
+        self.pairs += len(turns)
+        return super().score(turns, docs, keep)
+
+
+def _counted_gate(reg, slb, sure, k=10):
+    scorer = CountingScorer()
+    cal = replace(GateCalibration.identity(), thresholds=Thresholds(route=0.6, no_tool=0.9, fallback=0.7, multi=0.5))
+    return BoundaryGate(slb, reg, GateModel.from_scorer(scorer, slb, cal), k=k, sure=sure), scorer
+
+
+def test_a_turn_the_slb_is_sure_of_skips_the_cross_encoder_on_a_registry_within_k(setup):
+    reg, slb = setup
+    turn = "send an email message to a recipient"
+    hits = slb.search(turn, k=10)
+    top, margin = hits[0].score, hits[0].score - hits[1].score
+    gate, scorer = _counted_gate(reg, slb, SureRoute(top - 1e-6, margin - 1e-6, 0.99))
+    d = gate.decide(turn, hits=hits)
+    assert (d.action, [h.key for h in d.candidates], d.slb_sure, d.p_top1) == (Action.ROUTE, ["send_email"], True, 0.99)
+    assert scorer.pairs == 0
+    # a top score or a margin short of the rule's: the cross-encoder reads every candidate, as without the rule
+    for rule in (SureRoute(top + 1e-3, 0.0, 0.99), SureRoute(0.0, margin + 1e-3, 0.99)):
+        gate, scorer = _counted_gate(reg, slb, rule)
+        d = gate.decide(turn, hits=hits)
+        plain = _gate(reg, slb).decide(turn, hits=hits)
+        assert not d.slb_sure and scorer.pairs == len(TOOLS)
+        assert (d.action, [h.key for h in d.candidates], d.p_top1) == (plain.action, [h.key for h in plain.candidates], plain.p_top1)
+    # more tools than the gate reads: the cascade is off whatever the scores
+    gate, scorer = _counted_gate(reg, slb, SureRoute(-1e9, -1e9, 0.99), k=3)
+    assert not gate.may_skip() and not gate.decide(turn, hits=hits[:3]).slb_sure and scorer.pairs == 3
+
+
+def test_the_cascade_leaves_to_the_gate_the_turns_its_own_rules_may_decide_otherwise(setup):
+    reg, slb = setup
+    gate, _ = _counted_gate(reg, slb, SureRoute(-1e9, -1e9, 0.99))  # every score is sure enough: only the rules count
+
+    def sure(turn):
+        return gate.sure(turn, contextual_turn(turn, [], 2), slb.search(turn, k=10))
+
+    assert sure("send an email to Bob")
+    assert not sure("Compute 12 * (3 + 4) for me")                                # evidence: an expression
+    assert not sure("Send an email to Bob. Also book a flight to Paris on Monday")  # requests with other top tools
+    assert sure("Send an email message to Bob. Also send an email message to Alice")  # ... or the same one
+    assert not sure("Is there any new email for me?")                             # a question about state
+    follow = "and to Alice?"
+    assert not gate.sure(follow, contextual_turn(follow, ["send an email to Bob"], 2), slb.search(follow, k=10))
+    assert not gate.decide(follow, history=["send an email to Bob"]).slb_sure
+
+
+def test_the_cascade_is_on_by_default_and_off_with_its_setting(setup, monkeypatch):
+    from nexus.config import GateSettings
+
+    reg, slb = setup
+    model = GateModel.from_scorer(FakePairScorer(), slb, GateCalibration.identity())
+    assert BoundaryGate.from_settings(slb, reg, model, GateSettings()).sure_route == SureRoute(0.80, 0.20, 0.9906)
+    monkeypatch.setenv("NEXUS_GATE_SURE", "off")
+    assert BoundaryGate.from_settings(slb, reg, model, GateSettings()).sure_route is None

@@ -219,7 +219,8 @@ def run_nexus(case: Case, router: Router, path: str = "nexus") -> list[dict[str,
                          call.t_first_arg, call.t_end or time.perf_counter(), routed.context_tokens, call.prefilled_tokens,
                          full_prompt_tokens=full_prompt_tokens(router.caller, q["query"], lines, call.tool or q["tool"]),
                          decision=routed.decision.action.value, path_used=call.path.value, attempts=call.attempts,
-                         slb_ms=routed.timings.slb_ms, gate_ms=routed.timings.gate_ms, p_top1=routed.decision.p_top1))
+                         slb_ms=routed.timings.slb_ms, gate_ms=routed.timings.gate_ms, p_top1=routed.decision.p_top1,
+                         slb_sure=routed.decision.slb_sure))
     return rows
 
 
@@ -318,6 +319,7 @@ def summarise(case: Case, rows: list[dict[str, Any]], needed: int, n_ctx: int,
         "total_ms_p50": metric(lambda rs: _p50(rs, "total_ms")),
         "arg_accuracy_given_tool": {"nexus": _share(tool_ok, "args_ok")},
         "decisions": dict(Counter(r["decision"] for r in by_path["nexus"])),
+        "slb_sure_routes": sum(bool(r.get("slb_sure")) for r in by_path["nexus"]),  # ROUTEs the cross-encoder skipped
         # nexus_kv must make the calls nexus makes: the share of turns with the same tool and arguments
         "kv_same_calls": _same_calls(by_path["nexus"], by_path["nexus_kv"]) if "nexus_kv" in paths else None,
     }

@@ -23,6 +23,7 @@ class Decision:
     p_no_tool: float = 0.0               # calibrated p(no tool applies)
     scores: tuple[float, ...] = field(default=())  # gate scores aligned with candidates (NaN: added for one request of a several-request turn, not reranked)
     gate_ms: float = 0.0
+    slb_sure: bool = False               # ROUTEd on the SLB's scores alone: the cross-encoder did not run (`SureRoute`)
 
     @property
     def tool(self) -> str | None:

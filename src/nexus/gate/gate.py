@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -177,6 +178,20 @@ class Prescored:
     logits: Mapping[str, float]
 
 
+@dataclass(frozen=True)
+class SureRoute:
+    """The cascade in front of the cross-encoder on a registry within the gate's k, where it would read every tool:
+    a turn whose SLB top score and margin over the second both reach these is ROUTEd to the SLB's top tool without
+    the cross-encoder (`BoundaryGate.sure`), unless one of the gate's own rules might decide otherwise. `p_top1`
+    is the share of such ROUTEs that were right on the dev splits; `threads` are the torch threads the
+    cross-encoder gets when a turn is not sure: it then runs after the embedding, whose core is free again."""
+
+    top: float
+    margin: float
+    p_top1: float
+    threads: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
+
+
 def shortlist_size(out: TurnProbabilities, minimum: int, multi: float, mass: float) -> int:
     """How many reranked candidates a SHORTLIST keeps: at least `minimum`, every candidate that looks needed
     on its own (relevance >= `multi`: the tools of a multi-call turn), and as many as it takes to hold `mass`
@@ -191,7 +206,7 @@ class BoundaryGate:
     def __init__(self, slb: SemanticLookasideBuffer, registry: Registry, model: GateModel, k: int = 10,
                  shortlist_k: int = 5, context_turns: int = 2, log_path: str | Path | None = None,
                  shortlist_mass: float = 0.99, per_request: int = 3, no_tool_reference: bool = True,
-                 no_tool_reference_margin: float = 0.25):
+                 no_tool_reference_margin: float = 0.25, sure: SureRoute | None = None):
         if model.embedder_id != slb.embedder.id:
             raise GateModelError(
                 f"the gate model was calibrated with embedder {model.embedder_id!r} but the SLB uses "
@@ -205,6 +220,7 @@ class BoundaryGate:
         self.k, self.shortlist_k, self.context_turns, self.shortlist_mass = k, shortlist_k, context_turns, shortlist_mass
         self.per_request = per_request
         self.no_tool_reference, self.no_tool_reference_margin = no_tool_reference, no_tool_reference_margin
+        self.sure_route = sure
         self._floor: tuple[str, float] | None = None   # (registry hash, NO_TOOL threshold on it)
         self.log_path = Path(log_path) if log_path else None
         self._texts: dict[str, str] = {}
@@ -215,13 +231,36 @@ class BoundaryGate:
         return cls(slb, registry, model, k=settings.k, shortlist_k=settings.shortlist_k, context_turns=settings.context_turns,
                    log_path=settings.decision_log, per_request=settings.per_request,
                    no_tool_reference=settings.no_tool_reference,
-                   no_tool_reference_margin=settings.no_tool_reference_margin)
+                   no_tool_reference_margin=settings.no_tool_reference_margin, sure=settings.sure_route())
 
     def _tool_text(self, key: str) -> str:
         text = self._texts.get(key)
         if text is None:
             text = self._texts[key] = tool_text(key, self.registry.get(key))
         return text
+
+    def may_skip(self) -> bool:
+        """Whether a turn may skip the cross-encoder here (`SureRoute`): one is set and the registry is within k."""
+        return self.sure_route is not None and 0 < len(self.slb) <= self.k
+
+    def sure(self, turn: str, text: str, hits: Sequence[Hit], evidence: TurnEvidence | None = None) -> bool:
+        """Whether the SLB alone may ROUTE this turn (`SureRoute`): the registry is within k, the turn is read alone
+        (not a follow-up), states no evidence (`TurnEvidence`), asks no question about state, and its SLB top score
+        and margin reach the cascade's; each request of a several-request turn must have the same top tool."""
+        rule = self.sure_route
+        if rule is None or not hits or not self.may_skip() or text != routing_text(turn) or asks_state(turn):
+            return False
+        margin = hits[0].score - hits[1].score if len(hits) > 1 else math.inf
+        if hits[0].score < rule.top or margin < rule.margin:
+            return False
+        if evidence if evidence is not None else TurnEvidence.of(turn, self.registry.tables()):
+            return False
+        requests = [routing_text(r) for r in split_requests(turn)]
+        if len(requests) < 2:
+            return True
+        vectors = self.slb.embed_queries(requests)  # remembered from the router's batch
+        return all((found := self.slb.search(r, k=1, query_vec=v)) and found[0].key == hits[0].key
+                   for r, v in zip(requests, vectors))
 
     def prescore(self, text: str, keys: Sequence[str], threads: int = 1) -> Prescored:
         """Cross-encoder logits of `text` against `keys`, before the SLB has ranked them: when the registry holds
@@ -265,10 +304,16 @@ class BoundaryGate:
         if not hits:
             return self._logged(turn, text, Decision(Action.NO_TOOL, (), 0.0, 1.0, (), 0.0))
         evidence = TurnEvidence.of(turn, self.registry.tables())
+        if self.sure(turn, text, hits, evidence):
+            p = self.sure_route.p_top1
+            return self._logged(turn, text, Decision(Action.ROUTE, (hits[0],), p, 1.0 - p, (hits[0].score,),
+                                                     (time.perf_counter() - start) * 1000, slb_sure=True))
         hits = [*hits, *self._evidence_runners(evidence, text, hits)]
         status = self._status_tools(turn, hits)
         listed = {h.key for h in hits}
         hits += self.slb.hits_for(text, [k for k in status if k not in listed])
+        if prescored is None and self.may_skip():  # the turn was embedded first (no prescore): both cores are free
+            prescored = self.prescore(text, [h.key for h in hits], threads=self.sure_route.threads)
         ce, out = self.score(text, hits, prescored)
         thresholds = self.thresholds(out.p_no_tool)
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
@@ -393,7 +438,7 @@ class BoundaryGate:
             row = {"turn": turn, "context": text if text != turn else None, "action": decision.action.value,
                    "candidates": [h.key for h in decision.candidates],
                    "scores": [None if math.isnan(x) else x for x in decision.scores],
-                   "p_top1": decision.p_top1, "p_no_tool": decision.p_no_tool, "gate_ms": decision.gate_ms}
+                   "p_top1": decision.p_top1, "p_no_tool": decision.p_no_tool, "gate_ms": decision.gate_ms, "slb_sure": decision.slb_sure}
             with open(self.log_path, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         return decision
