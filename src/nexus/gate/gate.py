@@ -184,7 +184,8 @@ class SureRoute:
     a turn whose SLB top score and margin over the second both reach these is ROUTEd to the SLB's top tool without
     the cross-encoder (`BoundaryGate.sure`), unless one of the gate's own rules might decide otherwise. `p_top1`
     is the share of such ROUTEs that were right on the dev splits; `threads` are the torch threads the
-    cross-encoder gets when a turn is not sure: it then runs after the embedding, whose core is free again."""
+    cross-encoder gets when a turn is not sure: it then runs after the embedding, whose core is free again (the LLM
+    never runs beside routing: the facade routes and answers under one lock)."""
 
     top: float
     margin: float
