@@ -770,6 +770,21 @@ def test_a_tool_the_request_does_not_name_goes_behind_one_it_names(turn, weighte
     assert prior["list_directory"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
 
 
+@pytest.mark.parametrize("git_names, weighted", [(("git_status", "git_log", "git_create_branch"), True),
+                                                  (("git_status", "log", "git_create_branch"), False)])
+def test_a_tool_the_request_names_without_its_servers_prefix_goes_first(git_names, weighted):
+    """"Create a branch called feature-search in the repository." had called create_entities, listed first (set 82):
+    the request says `git_create_branch` without the `git` every tool of its server starts with."""
+    reg = Registry()
+    reg.set_source("git", [Tool(n, "A git tool", _REPO, "git") for n in git_names])
+    reg.set_source("memory", [_CREATE])
+    backend = ScriptedBackend(arguments=["{}"], choices=["git_create_branch"])
+    ToolCaller(backend, reg).call("Create a branch called feature-search in the repository.",
+                                  decision(Action.SHORTLIST, "create_entities", "git_create_branch"))
+    prior = dict(zip(backend.calls[0][2], backend.priors[0]))
+    assert prior["create_entities"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+
+
 def test_a_stated_replacement_puts_a_tool_with_an_old_and_new_text_before_one_without():
     """"Replace 'Acme' with 'Globex' in notes.txt." had called write_file(content="Acme"), overwriting the file (set 34)."""
     edit = Tool("edit_file", "Make line-based edits to a text file", {"type": "object", "properties": {

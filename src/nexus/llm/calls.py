@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 from nexus.errors import ConfigError, GrammarError, NexusError
 from nexus.gate.decision import Action, Decision
 from nexus.gate.evidence import (LISTS_FOLDERS, TurnEvidence, asks_change, contrary, contradicted, joins_name_word,
-                                 negated, runs_sql, spells_name)
+                                 negated, runs_sql, server_prefix, spells_name, spells_unprefixed)
 from nexus.gate.gate import opens_as_continuation
 from nexus.gate.memory import adds_to_memory, keeps_memory, removes_from_memory
 from nexus.gate.novelty import acts_on_existing, introduces_new
@@ -362,7 +362,8 @@ class ToolCaller:
         carries a word the turn says with "not" beside a listed name with its "un-" form (`evidence.negated`), or, for a
         turn that asks a file's size, dates or metadata, does not name them where a listed tool does (`gate.properties`),
         or works only on existing things when the turn introduces a new one by name (`gate.novelty`), or is not named
-        by the turn where another listed tool's every name word is a word of it (`evidence.spells_name`) or one of
+        by the turn where another listed tool's every name word, or every one after its server's prefix, is a word of
+        it (`evidence.spells_name`, `spells_unprefixed`) or one of
         its name words as two (`evidence.joins_name_word`), or has no old /
         new text pair for a replacement the turn states (`replacements.takes_replacement`), or lacks the parameter the
         turn quotes a value for by name (`anchors.quoted_after`: "with the message 'Fix typo'"), or adds nothing to a
@@ -462,7 +463,10 @@ class ToolCaller:
             misfits = [m + relates(schema) for m, schema in zip(misfits, schemas)]
         # the turn spells a listed tool's whole name ("Show the directory tree …": `directory_tree`): the others go behind
         # (not a read-only one for a request to change something: "Make a new git branch" spells `git_branch`)
-        misfits = _prefer(misfits, [spells_name(own, tool.name) and not (changes and tool.read_only is True) for tool in tools])
+        # ... or spells it without the prefix its server's tools share ("Create a branch called feature-search.": `git_create_branch`)
+        prefixes = self._server_prefixes(keys)
+        misfits = _prefer(misfits, [(spells_name(own, tool.name) or spells_unprefixed(own, tool.name, prefixes[key]))
+                                    and not (changes and tool.read_only is True) for key, tool in zip(keys, tools)])
         # the turn asks what a folder it names holds: a listed tool that lists a folder goes first ("Show me what's inside the
         # repo folder." had called git_diff_unstaged)
         if evidence.folder:
@@ -478,6 +482,18 @@ class ToolCaller:
             return prior
         weighted = [p * UNSTATED_PRIOR ** (m - least) for p, m in zip(prior, misfits)]
         return [w / sum(weighted) for w in weighted]
+
+    def _server_prefixes(self, keys: Sequence[str]) -> dict[str, str]:
+        """Each listed tool's server prefix (`evidence.server_prefix`), from every tool of its server in the registry."""
+        registry = self.registry
+        sources = {registry.source_of(k) for k in keys}
+        names: dict[str, list[str]] = {source: [] for source in sources}
+        for key, tool in registry.items():
+            source = registry.source_of(key)
+            if source in names:
+                names[source].append(tool.name)
+        prefix = {source: server_prefix(found) for source, found in names.items()}
+        return {key: prefix[registry.source_of(key)] for key in keys}
 
     def repair(self, turn: str, first: _Attempt, history: Sequence[Exchange] = ()) -> tuple[dict[str, Any] | None, str | None, Generation]:
         """The one repair a rejected attempt gets: its tool's full schema, the rejected JSON and the validator's
