@@ -708,9 +708,10 @@ _ADD = Tool("add_observations", "Add new observations to existing entities in th
 @pytest.mark.parametrize("turn, weighted", [("How big is notes.txt?", True), ("When was notes.txt created?", True),
                                             ("Show me the file info for notes.txt.", True), ("Read notes.txt.", False)])
 def test_a_tool_that_does_not_name_the_file_property_asked_for_is_weighted_down(turn, weighted):
-    """"How big is notes.txt?" had read the file, listed above get_file_info (held-out set 32)."""
+    """"How big is notes.txt?" had read the file, listed above get_file_info (held-out set 32); the reason counts twice
+    (at one, "What is the modification date of notes.txt?" still read it, set 82)."""
     prior = _shortlist_prior([_READ, _INFO], turn, "read_file", "get_file_info")
-    assert prior["read_file"] == pytest.approx(0.09 / 0.19 if weighted else 0.9)
+    assert prior["read_file"] == pytest.approx(0.009 / 0.109 if weighted else 0.9)
 
 
 @pytest.mark.parametrize("turn, weighted", [("Add a person named Dave to the knowledge graph.", True),

@@ -424,8 +424,10 @@ class ToolCaller:
             misfits = _prefer(misfits, [runs_sql(tool.description, schema, evidence.sql) for tool, schema in zip(tools, schemas)])
         # the turn asks a file's size, dates or metadata: a listed tool whose description names them goes before one
         # that reads what the file holds ("How big is notes.txt?" had read it; `nexus.gate.properties`)
-        if asked := asked_properties(own):
-            misfits = _prefer(misfits, [describes_property(tool.description, asked) for tool in tools])
+        if asked := asked_properties(own):  # twice (a weight of 0.01): at 0.1 the model still read the file for "How large
+            # is notes.txt?" and "What is the modification date of notes.txt?" (sets 64 and 82)
+            describes = [describes_property(tool.description, asked) for tool in tools]
+            misfits = _prefer(_prefer(misfits, describes), describes)
         # the turn introduces something by name ("Add a person named Dave …"): a listed tool that works only on existing
         # things goes behind the others (`add_observations` had been picked beside `create_entities`; `gate.novelty`)
         if introduces_new(own):
