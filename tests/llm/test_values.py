@@ -409,3 +409,18 @@ def test_a_number_inside_a_commit_counted_back_from_head_is_no_stated_number():
               "required": ["target"]}
     assert normalise_arguments({"target": "master", "context_lines": 1}, schema,
                                "Show the diff between master and HEAD~1") == {"target": "master"}
+
+
+def test_a_statement_names_its_table_as_the_servers_database_does():
+    """"Which titles do the notes in the notes table have?" had run `SELECT * FROM notes_table` (held-out set 83)."""
+    from nexus.llm.values import normalise_arguments
+
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+              "required": ["query"]}
+    turn = "Which titles do the notes in the notes table have?"
+    fixed = normalise_arguments({"query": "SELECT * FROM notes_table"}, schema, turn, tables={"notes": {"title": "TEXT"}})
+    assert fixed == {"query": "SELECT * FROM notes"}
+    # a database that holds no such table, or tables unknown: the statement as written
+    assert normalise_arguments({"query": "SELECT * FROM notes_table"}, schema, turn, tables={"pets": {}}) == \
+        {"query": "SELECT * FROM notes_table"}
+    assert normalise_arguments({"query": "SELECT * FROM notes_table"}, schema, turn)["query"] == "SELECT * FROM notes_table"

@@ -198,7 +198,8 @@ class ToolCaller:
             return None, "the arguments must be a JSON object"
         if request is not None and self.normalise:
             tool = self.registry.get(key)
-            value = normalise_arguments(value, tool.input_schema, request, tool_name=key, description=tool.description)
+            value = normalise_arguments(value, tool.input_schema, request, tool_name=key, description=tool.description,
+                                        tables=tool.tables)
             for convention in NESTED_CONVENTIONS:
                 value = convention(value, tool.input_schema, request)
         try:

@@ -8,6 +8,7 @@ column of a CREATE TABLE defined once.
 from __future__ import annotations
 
 import re
+from typing import Collection
 
 from text_to_num import alpha2digit
 
@@ -28,6 +29,38 @@ def stated_statement(statement: str, request: str) -> str:
     if len(stated) != 1 or " ".join(statement.rstrip(" ;").split()) == " ".join(stated[0].split()):
         return statement
     return stated[0]
+
+
+# a table a statement reads or writes (not one it creates), with its quotes
+_TABLE_REF = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+[\"`\[]?(?P<name>[A-Za-z_]\w*)", re.I)
+_TABLE_WORD = re.compile(r"^tables?_|_?tables?$", re.I)
+
+
+def known_tables(statement: str, tables: Collection[str]) -> str:
+    """A statement with each table it reads or writes that the database does not hold, but whose name less the word
+    "table" it does, named as the database names it: "Which titles do the notes in the notes table have?" came out as
+    `SELECT * FROM notes_table` ("no such table"), with `notes` among the server's tables (`Tool.tables`).
+
+    >>> known_tables("SELECT title FROM notes_table WHERE id = 2", {"notes": {}})
+    'SELECT title FROM notes WHERE id = 2'
+    >>> known_tables("INSERT INTO NotesTable (title) VALUES ('x')", ["notes"]), known_tables("SELECT * FROM pets_table", ["notes"])
+    ("INSERT INTO notes (title) VALUES ('x')", 'SELECT * FROM pets_table')
+    >>> known_tables("CREATE TABLE notes_table (a TEXT)", ["notes"]), known_tables("SELECT * FROM notes_table", [])
+    ('CREATE TABLE notes_table (a TEXT)', 'SELECT * FROM notes_table')
+    """
+    known = {t.lower(): t for t in tables}
+    if not known or not statement:
+        return statement
+
+    def named(match: re.Match) -> str:
+        name = match.group("name")
+        found = None if name.lower() in known else known.get(_TABLE_WORD.sub("", name).lower())
+        if found is None:
+            return match.group(0)
+        start, end = match.start("name") - match.start(0), match.end("name") - match.start(0)
+        return match.group(0)[:start] + found + match.group(0)[end:]
+
+    return _TABLE_REF.sub(named, statement)
 
 
 _CREATE_TABLE = re.compile(r"^(\s*CREATE TABLE\s+\S+\s*\()(.*)(\)\s*;?\s*)$", re.I | re.S)

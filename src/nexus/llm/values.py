@@ -21,23 +21,24 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from nexus.gate.evidence import is_expression_parameter, is_sql_parameter
 from nexus.llm.formats import is_zone_parameter, to_expression, to_hh_mm, to_iso_date, to_zone, value_format, whole_expression
 from nexus.llm.inserts import stated_insert
 from nexus.llm.layouts import date_layout, to_layout
 from nexus.llm.parameters import MOVE_ENDS, flag_in_request
-from nexus.llm.sql import stated_filter, stated_limit, stated_statement, unique_columns
+from nexus.llm.sql import known_tables, stated_filter, stated_limit, stated_statement, unique_columns
 from nexus.llm.stated import HERE_WORDS, NAMED_FOLDER, YEAR, request_full_dates, stated
 from nexus.llm.words import trimmed, whole_quote, whole_word, words
 
 
 # -- the pass over one call's arguments ---------------------------------------------------------------
-def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: str = "") -> Any:
-    """One value in the form its schema asks for (zone, date, time, enum spelling); unchanged otherwise. A date
-    without a year takes the year the request gives the same date ("April 15th ... April 22nd 2023"), else this
-    year's.
+def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: str = "",
+                    tables: Collection[str] = ()) -> Any:
+    """One value in the form its schema asks for (zone, date, time, enum spelling, a SQL statement's tables as the
+    server's database names them, `tables`); unchanged otherwise. A date without a year takes the year the request
+    gives the same date ("April 15th ... April 22nd 2023"), else this year's.
 
     >>> normalise_value("day", {"type": "string", "format": "date"}, "April 15th", "April 15th to April 22nd 2023")
     '2023-04-15'
@@ -52,7 +53,7 @@ def normalise_value(name: str, schema: Mapping[str, Any], value: Any, request: s
     if is_expression_parameter(name, schema):
         return whole_expression(to_expression(value), request)
     if is_sql_parameter(name, schema):
-        statement = stated_filter(stated_statement(value, request), request)
+        statement = known_tables(stated_filter(stated_statement(value, request), request), tables)
         return unique_columns(stated_insert(stated_limit(statement, request), request))
     fmt = value_format(schema)
     if fmt == "date":
@@ -281,7 +282,8 @@ def moved_into_folder(arguments: Mapping[str, Any], request: str) -> dict[str, A
 
 
 def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any], request: str,
-                        drop_unstated: bool = True, tool_name: str = "", description: str = "") -> dict[str, Any]:
+                        drop_unstated: bool = True, tool_name: str = "", description: str = "",
+                        tables: Collection[str] = ()) -> dict[str, Any]:
     """Top-level arguments normalised (`normalise_value`); with `drop_unstated`, optional ones the request does
     not state (`stated`), that only repeat `tool_name` (`names_the_tool`) or that leave out what the request does
     not (`unasked_exclusion`), are left out, so the tool's own defaults apply. Then the tools' conventions: glob
@@ -292,7 +294,7 @@ def normalise_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any],
     out = {}
     for name, value in arguments.items():
         sub = props.get(name) if isinstance(props.get(name), Mapping) else {}
-        value = normalise_value(name, sub, value, request)
+        value = normalise_value(name, sub, value, request, tables)
         layout = date_layout(sub) if isinstance(value, str) else None
         if layout:  # a date in the layout the description spells out ("MM/DD/YYYY")
             value = to_layout(value, layout, request)
