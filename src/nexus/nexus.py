@@ -456,13 +456,12 @@ def _reason(decision: Decision, conversation: Conversation) -> str:
     d = decision
     context = " (read with the earlier turns: a follow-up)" if conversation.history and _follow_up(conversation.turn) else ""
     text = {
-        Action.ROUTE: f"one tool: p_top1={d.p_top1:.3f} cleared the ROUTE threshold",
+        Action.ROUTE: "one tool: the SLB's top score and margin were sure enough to route without the cross-encoder"
+        if d.slb_sure else f"one tool: p_top1={d.p_top1:.3f} cleared the ROUTE threshold",
         Action.SHORTLIST: f"{len(d.candidates)} candidates: p_top1={d.p_top1:.3f} too low to route to one",
         Action.FALLBACK: "every tool: the gate could not narrow this turn safely",
         Action.NO_TOOL: f"no tool: p_no_tool={d.p_no_tool:.3f} cleared the NO_TOOL threshold",
     }[d.action]
-    if d.slb_sure:
-        text = "one tool: the SLB's top score and margin were sure enough to route without the cross-encoder"
     return text + context
 
 

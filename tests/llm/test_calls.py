@@ -915,3 +915,16 @@ def test_a_question_about_what_is_kept_puts_a_memory_reader_first():
                   {"names": {"type": "array", "items": {"type": "string"}}}, ["names"])
     prior = _shortlist_prior([info, nodes], "What do I have stored about Bob?", "get_file_info", "open_nodes", '{"names": ["Bob"]}')
     assert prior["open_nodes"] > prior["get_file_info"]
+
+
+def test_a_routed_statement_reaches_the_server_with_the_tables_its_database_holds():
+    """The caller hands `normalise_arguments` the tool's tables (`Tool.tables`): `notes_table` is sent as `notes`."""
+    schema = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+              "required": ["query"]}
+    reg = Registry()
+    reg.set_source("db", [Tool("read_query", "Execute a SELECT query on the SQLite database", schema, "db",
+                               tables={"notes": {"title": "TEXT"}})])
+    backend = ScriptedBackend(arguments=['{"query": "SELECT * FROM notes_table"}'])
+    call = ToolCaller(backend, reg).call("Which titles do the notes in the notes table have?",
+                                         decision(Action.ROUTE, "read_query"))
+    assert call.valid and call.arguments == {"query": "SELECT * FROM notes"}

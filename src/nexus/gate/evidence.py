@@ -497,14 +497,16 @@ def spells_name(request: str, name: str) -> bool:
     return False
 
 
-def server_prefix(names: Sequence[str]) -> str:
+@functools.lru_cache(maxsize=64)
+def server_prefix(names: tuple[str, ...]) -> str:
     """The first name word every tool of one server shares (`git` for git_status, git_log, git_create_branch, ...), or
-    "" where they share none or the server has fewer than three tools. A user names the tool without it: "Create a
+    "" where they share none or the server has fewer than three tools (a tuple: remembered, as a server's tools are
+    the same from turn to turn). A user names the tool without it: "Create a
     branch called feature-search." says `git_create_branch` (the model had picked `create_entities`, set 82).
 
-    >>> server_prefix(["git_status", "git_log", "git_create_branch"]), server_prefix(["read_file", "write_file", "list_directory"])
+    >>> server_prefix(("git_status", "git_log", "git_create_branch")), server_prefix(("read_file", "write_file", "list_directory"))
     ('git', '')
-    >>> server_prefix(["git_status", "git_log"])
+    >>> server_prefix(("git_status", "git_log"))
     ''
     """
     firsts = {(split_identifier(n).split() or [""])[0] for n in names}

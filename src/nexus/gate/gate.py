@@ -268,25 +268,32 @@ class BoundaryGate:
         no more tools than the gate reads (k), every tool is a candidate whatever the ranking, so the router runs
         this on one core while the turn is embedded on the other, and hands the result to `decide(prescored=)`.
         Runs on the calling thread with `threads` torch threads (its own OpenMP pool; restored afterwards)."""
+        return Prescored(text, {key: float(x) for key, x in zip(keys, self._logits(text, keys, threads))})
+
+    def _logits(self, text: str, keys: Sequence[str], threads: int | None = None, keep: bool = True) -> np.ndarray:
+        """The cross-encoder's logits of `text` against `keys`, on `threads` torch threads when given (restored
+        afterwards), else on the process's; `keep` as in `PairScorer.score`."""
+        pairs = ([text] * len(keys), [self._tool_text(k) for k in keys])
+        if threads is None:
+            return self.model.scorer.score(*pairs, keep=keep)
         import torch
 
         before = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
-            logits = self.model.scorer.score([text] * len(keys), [self._tool_text(k) for k in keys])
+            return self.model.scorer.score(*pairs, keep=keep)
         finally:
             torch.set_num_threads(before)
-        return Prescored(text, {key: float(x) for key, x in zip(keys, logits)})
 
     def score(self, text: str, hits: Sequence[Hit], prescored: Prescored | None = None,
-              keep: bool = True) -> tuple[np.ndarray, TurnProbabilities]:
+              keep: bool = True, threads: int | None = None) -> tuple[np.ndarray, TurnProbabilities]:
         """Cross-encoder logits of `hits` for `text` (taken from `prescored` when it is this text's and holds every
         hit: the same batch of pairs, scored earlier) and the calibrated probabilities. `keep` False: the scorer's
-        cache is left as it was (`PairScorer.score`)."""
+        cache is left as it was (`PairScorer.score`); `threads`: torch threads for the pairs scored here."""
         if prescored is not None and prescored.text == text and all(h.key in prescored.logits for h in hits):
             ce = np.array([prescored.logits[h.key] for h in hits], dtype=np.float32)
         else:
-            ce = self.model.scorer.score([text] * len(hits), [self._tool_text(h.key) for h in hits], keep=keep)
+            ce = self._logits(text, [h.key for h in hits], threads, keep)
         dense = np.array([h.dense for h in hits])
         lexical = np.array([h.lexical for h in hits])
         return ce, self.model.calibration.apply(ce, dense, lexical, len(self.slb))
@@ -313,9 +320,8 @@ class BoundaryGate:
         status = self._status_tools(turn, hits)
         listed = {h.key for h in hits}
         hits += self.slb.hits_for(text, [k for k in status if k not in listed])
-        if prescored is None and self.may_skip():  # the turn was embedded first (no prescore): both cores are free
-            prescored = self.prescore(text, [h.key for h in hits], threads=self.sure_route.threads)
-        ce, out = self.score(text, hits, prescored)
+        # a turn that could have skipped the cross-encoder was embedded first, not beside it: both cores are free
+        ce, out = self.score(text, hits, prescored, threads=self.sure_route.threads if self.may_skip() else None)
         thresholds = self.thresholds(out.p_no_tool)
         second = float(out.relevance[1]) if len(hits) > 1 else 0.0
         action = choose_action(out.p_top1, out.p_no_tool, second, thresholds, out.p_shortlist)

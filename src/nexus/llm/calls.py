@@ -88,13 +88,13 @@ def _pinned(tool: Tool) -> set[str]:
     return {pin for pin in pins if len(pin) > 1}
 
 
-def _prefer(misfits: list[int], fitting: Sequence[bool]) -> list[int]:
-    """One more reason against every tool that does not fit, when a listed tool does (none fitting: unchanged).
+def _prefer(misfits: list[int], fitting: Sequence[bool], reasons: int = 1) -> list[int]:
+    """`reasons` more against every tool that does not fit, when a listed tool does (none fitting: unchanged).
 
-    >>> _prefer([0, 1, 0], [True, False, False]), _prefer([0, 1], [False, False])
-    ([0, 2, 1], [0, 1])
+    >>> _prefer([0, 1, 0], [True, False, False]), _prefer([0, 1], [False, False]), _prefer([0, 0], [True, False], 2)
+    ([0, 2, 1], [0, 1], [0, 2])
     """
-    return [m + (not f) for m, f in zip(misfits, fitting)] if any(fitting) else misfits
+    return [m + reasons * (not f) for m, f in zip(misfits, fitting)] if any(fitting) else misfits
 
 
 def rank_prior(p_top1: float, n: int, scores: Sequence[float] = ()) -> list[float]:
@@ -427,8 +427,7 @@ class ToolCaller:
         # that reads what the file holds ("How big is notes.txt?" had read it; `nexus.gate.properties`)
         if asked := asked_properties(own):  # twice (a weight of 0.01): at 0.1 the model still read the file for "How large
             # is notes.txt?" and "What is the modification date of notes.txt?" (sets 64 and 82)
-            describes = [describes_property(tool.description, asked) for tool in tools]
-            misfits = _prefer(_prefer(misfits, describes), describes)
+            misfits = _prefer(misfits, [describes_property(tool.description, asked) for tool in tools], reasons=2)
         # the turn introduces something by name ("Add a person named Dave …"): a listed tool that works only on existing
         # things goes behind the others (`add_observations` had been picked beside `create_entities`; `gate.novelty`)
         if introduces_new(own):
@@ -459,7 +458,7 @@ class ToolCaller:
             # at 0.45, and one weight of 0.1 left delete_observations first (set 17)
             removes_things = [removes_from_memory(tool.description) and not takes_statements(schema)
                               and not relates(schema) for tool, schema in zip(tools, schemas)]
-            misfits = _prefer(_prefer(misfits, removes_things), removes_things)
+            misfits = _prefer(misfits, removes_things, reasons=2)
         # the turn names fewer than two things: a listed tool that relates two named things goes behind ("Remember that
         # Carol is a software engineer." had created a relation from Carol to "Eric"; `llm.names`)
         if len(request_names(own)) < 2:
@@ -487,15 +486,10 @@ class ToolCaller:
         return [w / sum(weighted) for w in weighted]
 
     def _server_prefixes(self, keys: Sequence[str]) -> dict[str, str]:
-        """Each listed tool's server prefix (`evidence.server_prefix`), from every tool of its server in the registry."""
+        """Each listed tool's server prefix (`evidence.server_prefix`), from every tool its server offers."""
         registry = self.registry
-        sources = {registry.source_of(k) for k in keys}
-        names: dict[str, list[str]] = {source: [] for source in sources}
-        for key, tool in registry.items():
-            source = registry.source_of(key)
-            if source in names:
-                names[source].append(tool.name)
-        prefix = {source: server_prefix(found) for source, found in names.items()}
+        prefix = {source: server_prefix(tuple(tool.name for tool in registry.source_tools(source)))
+                  for source in {registry.source_of(k) for k in keys}}
         return {key: prefix[registry.source_of(key)] for key in keys}
 
     def repair(self, turn: str, first: _Attempt, history: Sequence[Exchange] = ()) -> tuple[dict[str, Any] | None, str | None, Generation]:
